@@ -1,0 +1,87 @@
+# Xila Guard. Every target builds or installs what it needs; see README.md.
+# Versions are pinned in hack/versions.env.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -o errexit -o nounset -o pipefail -c
+.DEFAULT_GOAL := help
+
+include hack/versions.env
+
+BIN := $(CURDIR)/_output/bin
+ENVTEST_ASSETS := $(CURDIR)/_output/envtest
+KIND_KUBECONFIG ?= $(CURDIR)/_output/kubeconfig
+export KIND_KUBECONFIG
+# Go modules of the workspace (go.work), and the GOWORK=off tool module.
+MODULES := $(shell go work edit -json | sed -n 's/.*"DiskPath": "\.\/\(.*\)".*/\1/p')
+GO_PACKAGES := $(addsuffix /...,$(addprefix ./,$(MODULES)))
+
+##@ Main
+
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-14s %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
+
+demo: build kind-up ## Build everything offline, bring up the lab cluster, show it.
+	@$(BIN)/kubectl --kubeconfig $(KIND_KUBECONFIG) get nodes -o wide
+	@$(BIN)/kubectl --kubeconfig $(KIND_KUBECONFIG) get pods -A
+
+test: unit integration e2e ## The whole suite: unit, integration and end-to-end.
+
+##@ Build
+
+tools: ## Build Kubernetes, etcd, CoreDNS, crictl, helm, kind and linters from Go modules.
+	hack/build-tools.sh
+
+build: tools ## Compile every module and binary.
+	go build $(GO_PACKAGES)
+	cd hack/tools && GOWORK=off go build ./runcwrap ./pause
+
+images: ## Build one FROM-scratch image per component, tagged with git describe.
+	hack/build-images.sh
+
+kind-image: ## Build the offline kind node image $(NODE_IMAGE).
+	hack/ensure-docker.sh
+	hack/build-node-image.sh
+
+envtest: tools ## Assemble the envtest asset directory (kube-apiserver, etcd, kubectl).
+	mkdir -p $(ENVTEST_ASSETS)
+	for b in kube-apiserver etcd kubectl; do ln -sfn "$$(readlink -f $(BIN)/$$b)" $(ENVTEST_ASSETS)/$$b; done
+
+##@ Cluster
+
+kind-up: ## Create (or reuse) the 3-node lab cluster; KIND_NODE_IMAGE overrides the node image.
+	hack/kind-up.sh
+
+kind-down: ## Delete the lab cluster.
+	hack/kind-down.sh
+
+##@ Test
+
+unit: ## Unit tests (race detector on).
+	go test -race -count=1 $(GO_PACKAGES)
+	cd hack/tools && GOWORK=off go test -race -count=1 ./runcwrap/...
+
+integration: envtest ## Integration tests against a real kube-apiserver and etcd.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -tags integration -count=1 -run Integration $(GO_PACKAGES)
+
+e2e: tools images kind-image ## End-to-end suite on a kind cluster (KEEP_CLUSTER=1 keeps it).
+	XG_BIN=$(BIN) XG_IMAGE_TAG=$$(source hack/lib.sh && echo $$XG_VERSION) NODE_IMAGE=$(NODE_IMAGE) \
+	  go test -tags e2e -count=1 -timeout 60m -v ./e2e/...
+
+##@ Code health
+
+lint: tools ## go vet and staticcheck on every module.
+	go vet $(GO_PACKAGES)
+	$(BIN)/staticcheck $(GO_PACKAGES)
+	cd hack/tools && GOWORK=off go vet ./runcwrap ./pause
+
+generate: tools ## Regenerate deepcopy, CRDs and pins.
+	hack/update-pins.sh
+	[ ! -x hack/update-codegen.sh ] || hack/update-codegen.sh
+
+verify: generate ## Fail when generated code or pins are stale.
+	@git diff --exit-code -- . ':(exclude)_output' || { echo "error: generated files are stale: run 'make generate' and commit the result"; exit 1; }
+
+clean: ## Remove build output (not the version cache in ~/.cache/xila-guard).
+	rm -rf _output
+
+.PHONY: help demo test tools build images kind-image envtest kind-up kind-down unit integration e2e lint generate verify clean

@@ -1,0 +1,79 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// settings describes the cluster and images the suite runs against. The
+// Makefile's e2e target sets every variable; running `go test` by hand needs
+// the same ones.
+type settings struct {
+	RepoRoot    string
+	BinDir      string   // XG_BIN: kind, kubectl and the other built tools
+	ClusterName string   // CLUSTER_NAME, default xila-guard
+	NodeImage   string   // NODE_IMAGE: the kind node image
+	ImageTag    string   // XG_IMAGE_TAG: tag of the component images
+	Components  []string // components that have an image to load
+	Agnhost     string   // AGNHOST_IMAGE, preloaded in the node image
+}
+
+func settingsFromEnv() (settings, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return settings{}, err
+	}
+	s := settings{
+		RepoRoot:    filepath.Dir(wd),
+		BinDir:      os.Getenv("XG_BIN"),
+		ClusterName: envOr("CLUSTER_NAME", "xila-guard"),
+		NodeImage:   os.Getenv("NODE_IMAGE"),
+		ImageTag:    os.Getenv("XG_IMAGE_TAG"),
+		Agnhost:     os.Getenv("AGNHOST_IMAGE"),
+	}
+	var missing []string
+	for name, v := range map[string]string{"XG_BIN": s.BinDir, "NODE_IMAGE": s.NodeImage, "XG_IMAGE_TAG": s.ImageTag, "AGNHOST_IMAGE": s.Agnhost} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return s, fmt.Errorf("%s not set: run the suite with make e2e", strings.Join(missing, ", "))
+	}
+	if _, err := os.Stat(filepath.Join(s.BinDir, "kind")); err != nil {
+		return s, fmt.Errorf("no kind binary in XG_BIN=%s: run make tools", s.BinDir)
+	}
+	if err := exec.Command("docker", "image", "inspect", s.NodeImage).Run(); err != nil {
+		return s, fmt.Errorf("node image %s is missing: run make kind-image", s.NodeImage)
+	}
+	dirs, err := filepath.Glob(filepath.Join(s.RepoRoot, "components", "*", "cmd", "xila-guard-*"))
+	if err != nil {
+		return s, err
+	}
+	for _, d := range dirs {
+		s.Components = append(s.Components, filepath.Base(filepath.Dir(filepath.Dir(d))))
+	}
+	for _, c := range s.Components {
+		if err := exec.Command("docker", "image", "inspect", s.componentImage(c)).Run(); err != nil {
+			return s, errors.New("image " + s.componentImage(c) + " is missing: run make images")
+		}
+	}
+	return s, nil
+}
+
+func (s settings) componentImage(component string) string {
+	return "xila-guard/" + component + ":" + s.ImageTag
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Builds, from Go modules only, every binary the project runs but does not
+# write: Kubernetes (kubelet, kubeadm, kubectl, control plane, kube-proxy,
+# agnhost), etcd, CoreDNS, crictl, helm, kind, controller-gen and staticcheck.
+# Each binary is cached under $XG_CACHE/bin by name and version and linked
+# into _output/bin, so a second run builds nothing.
+#
+# usage: hack/build-tools.sh [name ...]   (default: all)
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "${REPO_ROOT}/hack/tools"
+export GOWORK=off CGO_ENABLED=0
+
+KUBE_MINOR=${KUBE_VERSION#v1.}
+KUBE_MINOR=${KUBE_MINOR%%.*}
+kube_ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  kube_ldflags+=" -X ${pkg}.gitVersion=${KUBE_VERSION} -X ${pkg}.gitMajor=1"
+  kube_ldflags+=" -X ${pkg}.gitMinor=${KUBE_MINOR} -X ${pkg}.gitTreeState=clean"
+  kube_ldflags+=" -X ${pkg}.buildDate=1970-01-01T00:00:00Z"
+done
+
+# name|module dir|package|version
+TOOLS=(
+  "kubelet|.|k8s.io/kubernetes/cmd/kubelet|${KUBE_VERSION}"
+  "kubeadm|.|k8s.io/kubernetes/cmd/kubeadm|${KUBE_VERSION}"
+  "kubectl|.|k8s.io/kubernetes/cmd/kubectl|${KUBE_VERSION}"
+  "kube-apiserver|.|k8s.io/kubernetes/cmd/kube-apiserver|${KUBE_VERSION}"
+  "kube-controller-manager|.|k8s.io/kubernetes/cmd/kube-controller-manager|${KUBE_VERSION}"
+  "kube-scheduler|.|k8s.io/kubernetes/cmd/kube-scheduler|${KUBE_VERSION}"
+  "kube-proxy|.|k8s.io/kubernetes/cmd/kube-proxy|${KUBE_VERSION}"
+  "agnhost|.|k8s.io/kubernetes/test/images/agnhost|${KUBE_VERSION}"
+  "etcd|.|go.etcd.io/etcd/server/v3|module"
+  "kind|.|sigs.k8s.io/kind|${KIND_VERSION}"
+  "helm|.|helm.sh/helm/v3/cmd/helm|${HELM_VERSION}"
+  "controller-gen|.|sigs.k8s.io/controller-tools/cmd/controller-gen|${CONTROLLER_TOOLS_VERSION}"
+  "staticcheck|.|honnef.co/go/tools/cmd/staticcheck|${STATICCHECK_VERSION}"
+  "coredns|coredns|github.com/coredns/coredns|${COREDNS_VERSION}"
+  "crictl|crictl|sigs.k8s.io/cri-tools/cmd/crictl|${CRICTL_VERSION}"
+)
+
+want=("$@")
+selected() {
+  [[ ${#want[@]} -eq 0 ]] && return 0
+  local w
+  for w in "${want[@]}"; do [[ $w == "$1" ]] && return 0; done
+  return 1
+}
+
+mkdir -p "${XG_CACHE}/bin" "${XG_BIN}"
+# One build at a time per cache: a second caller waits, then finds the
+# binaries built.
+exec 9>"${XG_CACHE}/bin/.lock"
+flock 9
+# Group the missing binaries by module so that one `go build` per module
+# compiles their shared packages once.
+declare -A missing_pkgs missing_names
+for entry in "${TOOLS[@]}"; do
+  IFS='|' read -r name dir pkg version <<<"${entry}"
+  selected "${name}" || continue
+  if [[ ${version} == module ]]; then
+    version=$(cd "${dir}" && go list -m -f '{{.Version}}' "${pkg}")
+  fi
+  cached="${XG_CACHE}/bin/${name}@${version}"
+  if [[ ! -x ${cached} ]]; then
+    missing_pkgs[${dir}]+=" ${pkg}"
+    missing_names[${dir}]+=" ${name}@${version}"
+  fi
+  ln -sfn "${cached}" "${XG_BIN}/${name}"
+done
+
+for dir in "${!missing_pkgs[@]}"; do
+  require_free_space "${XG_CACHE}" 4
+  tmp=$(mktemp -d "${XG_CACHE}/bin/.build.XXXXXX")
+  trap 'rm -rf "${tmp}"' EXIT
+  ldflags="-s -w"
+  [[ ${dir} == . ]] && ldflags=${kube_ldflags}
+  timed "building${missing_names[${dir}]} (cold: several minutes)" \
+    bash -c "cd '${dir}' && go build -trimpath -ldflags '${ldflags}' -o '${tmp}/' ${missing_pkgs[${dir}]}"
+  # Binaries are named after the last path element of their package; the
+  # etcd and coredns main packages are module roots.
+  [[ -e ${tmp}/v3 ]] && mv "${tmp}/v3" "${tmp}/etcd"
+  for nv in ${missing_names[${dir}]}; do
+    mv "${tmp}/${nv%@*}" "${XG_CACHE}/bin/${nv}"
+  done
+  rm -rf "${tmp}"
+  trap - EXIT
+done
+log "tools ready in ${XG_BIN}"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Regenerates the API's deepcopy functions and CRDs from the kubebuilder
+# markers in components/api/v1alpha1. `make verify` runs it and fails when the
+# committed output differs.
+set -o errexit -o nounset -o pipefail
+
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+CONTROLLER_GEN="${XG_BIN}/controller-gen"
+[[ -x "${CONTROLLER_GEN}" ]] || die "${CONTROLLER_GEN} is missing: run hack/build-tools.sh first"
+
+cd "${REPO_ROOT}/components/api"
+log "controller-gen: deepcopy"
+"${CONTROLLER_GEN}" object paths=./v1alpha1/...
+log "controller-gen: CRDs into components/api/config/crd"
+rm -f config/crd/*.yaml
+"${CONTROLLER_GEN}" crd paths=./v1alpha1/... output:crd:artifacts:config=config/crd

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Writes the Kubernetes pins of hack/versions.env into every Go module that
+# builds against k8s.io/kubernetes, and into go.work. Run after editing
+# versions.env; make verify fails when this would change anything.
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "${REPO_ROOT}"
+
+args=()
+for m in "${KUBE_STAGING_MODULES[@]}"; do
+  args+=("-replace=k8s.io/${m}=k8s.io/${m}@${KUBE_STAGING_VERSION}")
+done
+
+go work edit "${args[@]}"
+for mod in hack/tools/go.mod components/scheduler/go.mod; do
+  if grep -q 'k8s.io/kubernetes' "${mod}"; then
+    go mod edit "${args[@]}" -require="k8s.io/kubernetes@${KUBE_VERSION}" "${mod}"
+  fi
+done
