@@ -1,0 +1,73 @@
+package guard
+
+import "time"
+
+// GroupName is the API group of every Xila Guard custom resource.
+const GroupName = "guard.xila.us"
+
+// Labels, annotations and taints set by administrators or by Xila Guard.
+const (
+	// LabelTenantPool marks a node as a member of a tenant's protected pool;
+	// its value is the pool name, by default the tenant's ID. The observe
+	// controller copies it onto the node's NodeSecurityState so that a pool's
+	// evidence can be listed with one label selector.
+	LabelTenantPool = GroupName + "/tenant-pool"
+
+	// LabelTenant marks a namespace as owned by the tenant named in its value.
+	LabelTenant = GroupName + "/tenant"
+
+	// AnnotationPolicy names the PlacementPolicy of a namespace's pods. It is
+	// only a fallback: a TenantBinding's effectivePolicyRef always wins.
+	AnnotationPolicy = GroupName + "/policy"
+
+	// TaintTenantPool is the key of the NoSchedule taint carried by every pool
+	// node, with the pool name as value. It shares its key with
+	// LabelTenantPool on purpose: the taint mirrors the label.
+	TaintTenantPool = LabelTenantPool
+
+	// MockLabelPrefix starts the node labels that describe simulated (mock)
+	// evidence in lab clusters, e.g. guard.xila.us/mock-sharing-mode.
+	MockLabelPrefix = GroupName + "/mock-"
+)
+
+// Names of the controlled scheduler and of the evaluator service.
+const (
+	// SchedulerName is the scheduler profile that protected pods must use.
+	SchedulerName = "xila-guard-scheduler"
+
+	// PluginName is the scheduler framework plugin that enforces policy.
+	PluginName = "XilaGuardEnforcement"
+
+	// CoreServiceName is the name of the evaluator's binary and Service.
+	CoreServiceName = "xila-guard-core"
+
+	// EvaluatePath is the evaluator's HTTP endpoint; it takes a POST.
+	EvaluatePath = "/v1alpha1/evaluate"
+
+	// WebhookPath is the admission webhook's endpoint for pods.
+	WebhookPath = "/validate-pods"
+
+	// EventReasonPolicyViolation is the reason of the Event recorded on a pod
+	// that runs where the evaluator does not allow it.
+	EventReasonPolicyViolation = "GuardPolicyViolation"
+)
+
+// Environment variables read by the scheduler plugin, and their defaults.
+const (
+	// EnvCoreURL is the evaluator's base URL.
+	EnvCoreURL = "XILAGUARD_CORE_URL"
+	// DefaultCoreURL is used when EnvCoreURL is unset.
+	DefaultCoreURL = "http://127.0.0.1:8080"
+
+	// EnvEnforceAcceptMock asks the evaluator for the lab profile, under
+	// which mock evidence is accepted as simulated integration.
+	EnvEnforceAcceptMock = "XILAGUARD_ENFORCE_ACCEPT_MOCK"
+
+	// EnvEvalTimeoutMS bounds one evaluator call, in milliseconds.
+	EnvEvalTimeoutMS = "XILAGUARD_EVAL_TIMEOUT_MS"
+	// DefaultEvalTimeout is used when EnvEvalTimeoutMS is unset.
+	DefaultEvalTimeout = 800 * time.Millisecond
+
+	// EnvPoolLabel overrides the node label that defines pools.
+	EnvPoolLabel = "XILAGUARD_POOL_LABEL"
+)

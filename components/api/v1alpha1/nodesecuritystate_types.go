@@ -1,0 +1,219 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+)
+
+// NodeSecurityState is the security evidence of one node, named after the
+// node. Only the platform's evidence publisher writes it; the evaluator
+// judges it against a tenant's PlacementPolicy.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=nss,categories=xila-guard
+// +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.status.evaluation.tenantId`
+// +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.status.evaluation.decision`
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source`
+// +kubebuilder:printcolumn:name="Complete",type=boolean,JSONPath=`.spec.complete`
+// +kubebuilder:printcolumn:name="Observed",type=date,JSONPath=`.spec.observedAt`
+// +kubebuilder:printcolumn:name="Incarnation",type=string,JSONPath=`.spec.incarnation`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeSecurityState struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the evidence, as published.
+	// +required
+	Spec NodeSecurityStateSpec `json:"spec"`
+
+	// status is the platform's judgement of the evidence.
+	// +optional
+	Status NodeSecurityStateStatus `json:"status,omitempty"`
+}
+
+// NodeSecurityStateSpec is a node's security evidence at one moment.
+type NodeSecurityStateSpec struct {
+	// nodeUID is the UID of the Node object the evidence describes. Evidence
+	// whose nodeUID differs from the node's is not used
+	// (EVIDENCE_NODE_MISMATCH): it belongs to an earlier node of that name.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	NodeUID types.UID `json:"nodeUID"`
+
+	// incarnation is an opaque token that changes whenever the node is
+	// re-provisioned or rebooted, or the evidence source restarts. The
+	// scheduler refuses to bind when it changed since the node was judged.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	Incarnation string `json:"incarnation"`
+
+	// observedAt is when the publisher last confirmed the evidence. The
+	// publisher refreshes it periodically, so a silent publisher shows up as
+	// stale evidence (EVIDENCE_STALE).
+	// +kubebuilder:validation:Format=date-time
+	// +required
+	ObservedAt metav1.Time `json:"observedAt"`
+
+	// source says where the evidence came from: attested, nfd or mock.
+	// +required
+	Source EvidenceSource `json:"source"`
+
+	// complete is true when the publisher could determine every fact it
+	// reports on. Incomplete evidence is indeterminate (EVIDENCE_INCOMPLETE).
+	// +required
+	Complete bool `json:"complete"`
+
+	// devices are the node's GPUs. Devices that disagree on sharing mode,
+	// MIG profile or CC mode make the node indeterminate (MIXED_POOL): the
+	// evaluator cannot know which device a pod will get.
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Devices []GPUDevice `json:"devices,omitempty"`
+
+	// tee describes the trusted execution environment the node runs in;
+	// absent when it runs in none.
+	// +optional
+	TEE *TEEFacts `json:"tee,omitempty"`
+}
+
+// GPUDevice is what the evidence says about one GPU.
+// +kubebuilder:validation:XValidation:rule="!has(self.migProfile) || (has(self.sharingMode) && self.sharingMode == 'MIG')",message="migProfile needs sharingMode: MIG"
+type GPUDevice struct {
+	// id identifies the device on the node: its UUID, or its index when the
+	// source knows no UUID.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	ID string `json:"id"`
+
+	// vendor of the device, e.g. nvidia.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Vendor string `json:"vendor,omitempty"`
+
+	// model of the device, e.g. NVIDIA-H100-80GB-HBM3.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Model string `json:"model,omitempty"`
+
+	// sharingMode is how the device is shared. Empty when unknown, which
+	// makes evidence incomplete for a policy that restricts sharing.
+	// +optional
+	SharingMode GPUSharingMode `json:"sharingMode,omitempty"`
+
+	// migProfile is the MIG partition profile, e.g. 1g.10gb; only with
+	// sharingMode MIG.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	MIGProfile string `json:"migProfile,omitempty"`
+
+	// ccMode is the device's confidential-computing mode. Empty when
+	// unknown, which makes evidence incomplete for a policy that requires a
+	// mode.
+	// +optional
+	CCMode GPUCCMode `json:"ccMode,omitempty"`
+}
+
+// TEEFacts is what the evidence says about the node's TEE.
+type TEEFacts struct {
+	// type of the TEE.
+	// +required
+	Type TEEType `json:"type"`
+
+	// measurement is the TEE's launch measurement.
+	// +optional
+	Measurement Measurement `json:"measurement,omitempty"`
+
+	// attestation is the latest remote attestation verdict, if any.
+	// +optional
+	Attestation *Attestation `json:"attestation,omitempty"`
+}
+
+// Attestation is a remote attestation verdict about the node's TEE.
+type Attestation struct {
+	// verdict of the attestation.
+	// +required
+	Verdict AttestationVerdict `json:"verdict"`
+
+	// verifiedAt is when the verifier reached the verdict.
+	// +kubebuilder:validation:Format=date-time
+	// +required
+	VerifiedAt metav1.Time `json:"verifiedAt"`
+
+	// verifier names the attestation service, for audit.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Verifier string `json:"verifier,omitempty"`
+}
+
+// NodeSecurityStateStatus is the platform's judgement of a node's evidence.
+type NodeSecurityStateStatus struct {
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions describe the evidence; Ready is True while it is fresh
+	// and complete.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// evaluation is the latest judgement of the node against the policy of
+	// the tenant whose pool it is in.
+	// +optional
+	Evaluation *NodeEvaluation `json:"evaluation,omitempty"`
+}
+
+// NodeEvaluation is one judgement of a node against its pool's policy.
+type NodeEvaluation struct {
+	// tenantId is the tenant whose pool the node is in.
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	TenantID string `json:"tenantId"`
+
+	// policyName is the PlacementPolicy the node was judged against.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PolicyName string `json:"policyName,omitempty"`
+
+	// decision is the evaluator's decision: allow, deny or indeterminate.
+	// +kubebuilder:validation:Enum=allow;deny;indeterminate
+	// +required
+	Decision guard.Decision `json:"decision"`
+
+	// reasons are the evaluator's reason codes.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Type=string
+	// +kubebuilder:validation:items:MaxLength=64
+	// +optional
+	Reasons []guard.Reason `json:"reasons,omitempty"`
+
+	// incarnation is the evidence incarnation that was judged.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Incarnation string `json:"incarnation,omitempty"`
+
+	// evaluatedAt is when the judgement was made.
+	// +kubebuilder:validation:Format=date-time
+	// +required
+	EvaluatedAt metav1.Time `json:"evaluatedAt"`
+}
+
+// NodeSecurityStateList is a list of NodeSecurityState.
+// +kubebuilder:object:root=true
+type NodeSecurityStateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the states.
+	Items []NodeSecurityState `json:"items"`
+}

@@ -1,0 +1,162 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// PlacementPolicy says what a node must prove before it may host a tenant's
+// pods, and where those pods may run at all. A TenantBinding selects the
+// policy of its tenant.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=gpp,categories=xila-guard
+// +kubebuilder:printcolumn:name="Confinement",type=string,JSONPath=`.spec.confinement`
+// +kubebuilder:printcolumn:name="Sources",type=string,JSONPath=`.spec.evidence.acceptedSources`
+// +kubebuilder:printcolumn:name="Max Age",type=string,JSONPath=`.spec.evidence.maxAge`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PlacementPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is what the policy requires.
+	// +required
+	Spec PlacementPolicySpec `json:"spec"`
+
+	// status is what the platform observed about the policy.
+	// +optional
+	Status PlacementPolicyStatus `json:"status,omitempty"`
+}
+
+// PlacementPolicySpec is what a node must prove to host a tenant's pods.
+// Every requirement that is left out is not checked; evidence requirements
+// always apply.
+type PlacementPolicySpec struct {
+	// confinement says where the tenant's pods may run. Pool (the default)
+	// keeps them on nodes labelled with the tenant's pool. Any also lets
+	// them run on nodes that are in no pool, without checking those nodes;
+	// pool nodes are still checked, and other tenants' pools stay closed.
+	// +kubebuilder:default=Pool
+	// +optional
+	Confinement Confinement `json:"confinement,omitempty"`
+
+	// evidence says which node evidence is trusted, and for how long.
+	// +required
+	Evidence EvidencePolicy `json:"evidence"`
+
+	// gpuSharing restricts how the node's GPUs may be shared.
+	// +optional
+	GPUSharing *GPUSharingPolicy `json:"gpuSharing,omitempty"`
+
+	// confidentialComputing requires a trusted execution environment,
+	// confidential GPUs, known launch measurements or a fresh attestation.
+	// +optional
+	ConfidentialComputing *ConfidentialComputingPolicy `json:"confidentialComputing,omitempty"`
+}
+
+// EvidencePolicy says which NodeSecurityStates the evaluator may rely on.
+type EvidencePolicy struct {
+	// acceptedSources lists the evidence sources that are trusted: attested
+	// (checked by an attestation service) and nfd (reported by the node's
+	// own feature labels). Evidence from any other source makes the decision
+	// indeterminate (SOURCE_NOT_ACCEPTED). mock cannot be listed: the
+	// evaluator's profile decides about it (lab accepts it as simulated
+	// integration, production never does).
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:XValidation:rule="!self.exists(s, s == 'mock')",message="mock cannot be listed: the evaluator's profile decides about mock evidence (lab accepts it, production never does)"
+	// +required
+	AcceptedSources []EvidenceSource `json:"acceptedSources"`
+
+	// maxAge is the oldest a node's evidence (its observedAt) may be, as a
+	// Go duration such as 90s, 10m or 1h30m; at least 1s. Older evidence
+	// makes the decision indeterminate (EVIDENCE_STALE). Defaults to 10m.
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|ms|s|m|h)){1,4}$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|ms|s|m|h)){1,4}$') || duration(self) >= duration('1s')",message="must be at least 1s"
+	// +optional
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+}
+
+// GPUSharingPolicy restricts the sharing modes of a node's GPUs. A device in
+// a mode that is not allowed, or that is forbidden, denies the node with the
+// mode's reason, e.g. TIME_SLICING_FORBIDDEN.
+// +kubebuilder:validation:XValidation:rule="!has(self.allowedModes) || !has(self.forbiddenModes) || !self.allowedModes.exists(m, m in self.forbiddenModes)",message="a sharing mode cannot be both allowed and forbidden"
+type GPUSharingPolicy struct {
+	// allowedModes, when set, lists the only sharing modes a GPU may be in.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	// +optional
+	AllowedModes []GPUSharingMode `json:"allowedModes,omitempty"`
+
+	// forbiddenModes lists sharing modes no GPU may be in.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	// +optional
+	ForbiddenModes []GPUSharingMode `json:"forbiddenModes,omitempty"`
+}
+
+// ConfidentialComputingPolicy requires confidential-computing properties of
+// the node. Any requirement about the TEE denies a node that has none
+// (TEE_MISSING).
+// +kubebuilder:validation:XValidation:rule="!has(self.maxAttestationAge) || (has(self.requireAttestation) && self.requireAttestation)",message="maxAttestationAge needs requireAttestation: true"
+type ConfidentialComputingPolicy struct {
+	// teeTypes, when set, requires the node to run inside a TEE of one of
+	// these types (TEE_TYPE_NOT_ALLOWED otherwise).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
+	// +optional
+	TEETypes []TEEType `json:"teeTypes,omitempty"`
+
+	// gpuCCMode, when set, requires every GPU of the node to be in this
+	// confidential-computing mode (CC_MODE_MISMATCH otherwise).
+	// +optional
+	GPUCCMode GPUCCMode `json:"gpuCCMode,omitempty"`
+
+	// allowedMeasurements, when set, lists the only TEE launch measurements
+	// accepted, each sha256:<64 hex> or sha384:<96 hex> in lowercase
+	// (MEASUREMENT_NOT_ALLOWED otherwise).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	AllowedMeasurements []Measurement `json:"allowedMeasurements,omitempty"`
+
+	// requireAttestation requires a Passed attestation verdict no older than
+	// maxAttestationAge. A missing or stale verdict is indeterminate
+	// (ATTESTATION_MISSING, ATTESTATION_STALE); a Failed one denies
+	// (ATTESTATION_FAILED).
+	// +optional
+	RequireAttestation bool `json:"requireAttestation,omitempty"`
+
+	// maxAttestationAge is the oldest an attestation verdict may be, as a Go
+	// duration of at least 1s; only with requireAttestation. Defaults to 1h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|ms|s|m|h)){1,4}$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|ms|s|m|h)){1,4}$') || duration(self) >= duration('1s')",message="must be at least 1s"
+	// +optional
+	MaxAttestationAge *metav1.Duration `json:"maxAttestationAge,omitempty"`
+}
+
+// PlacementPolicyStatus is what the platform observed about a policy.
+type PlacementPolicyStatus struct {
+	// observedGeneration is the generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions describe the policy's state; Ready is True once the policy
+	// is in effect.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PlacementPolicyList is a list of PlacementPolicy.
+// +kubebuilder:object:root=true
+type PlacementPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the policies.
+	Items []PlacementPolicy `json:"items"`
+}

@@ -1,0 +1,155 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The same expressions appear in the kubebuilder markers; a test compares
+// them with the generated CRDs so that the two cannot drift apart.
+const (
+	// DurationPattern is the form of every duration in this API: up to four
+	// Go duration components, each at most five digits so that no value
+	// overflows.
+	DurationPattern = `^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|ms|s|m|h)){1,4}$`
+	// MeasurementPattern is the form of a TEE launch measurement.
+	MeasurementPattern = `^(sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96})$`
+)
+
+var (
+	durationRE    = regexp.MustCompile(DurationPattern)
+	measurementRE = regexp.MustCompile(MeasurementPattern)
+)
+
+// ValidatePlacementPolicySpec checks a policy spec against the same rules as
+// the CRD, for specs that did not pass through the API server. Unset
+// defaulted fields are accepted.
+func ValidatePlacementPolicySpec(spec *PlacementPolicySpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch spec.Confinement {
+	case "", ConfinementPool, ConfinementAny:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("confinement"), spec.Confinement,
+			[]Confinement{ConfinementPool, ConfinementAny}))
+	}
+	errs = append(errs, validateEvidencePolicy(&spec.Evidence, path.Child("evidence"))...)
+	if s := spec.GPUSharing; s != nil {
+		errs = append(errs, validateGPUSharing(s, path.Child("gpuSharing"))...)
+	}
+	if cc := spec.ConfidentialComputing; cc != nil {
+		errs = append(errs, validateConfidentialComputing(cc, path.Child("confidentialComputing"))...)
+	}
+	return errs
+}
+
+func validateEvidencePolicy(e *EvidencePolicy, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	sources := path.Child("acceptedSources")
+	switch {
+	case len(e.AcceptedSources) == 0:
+		errs = append(errs, field.Required(sources, "at least one evidence source must be accepted"))
+	case len(e.AcceptedSources) > 3:
+		errs = append(errs, field.TooMany(sources, len(e.AcceptedSources), 3))
+	}
+	errs = append(errs, validateSet(sources, e.AcceptedSources,
+		[]EvidenceSource{SourceAttested, SourceNFD, SourceMock})...)
+	if slices.Contains(e.AcceptedSources, SourceMock) {
+		errs = append(errs, field.Invalid(sources, e.AcceptedSources,
+			"mock cannot be listed: the evaluator's profile decides about mock evidence (lab accepts it, production never does)"))
+	}
+	errs = append(errs, validateDuration(e.MaxAge, path.Child("maxAge"))...)
+	return errs
+}
+
+func validateGPUSharing(s *GPUSharingPolicy, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateSet(path.Child("allowedModes"), s.AllowedModes, GPUSharingModes)...)
+	errs = append(errs, validateSet(path.Child("forbiddenModes"), s.ForbiddenModes, GPUSharingModes)...)
+	for _, m := range s.AllowedModes {
+		if slices.Contains(s.ForbiddenModes, m) {
+			errs = append(errs, field.Invalid(path, m, "a sharing mode cannot be both allowed and forbidden"))
+		}
+	}
+	return errs
+}
+
+func validateConfidentialComputing(cc *ConfidentialComputingPolicy, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateSet(path.Child("teeTypes"), cc.TEETypes, TEETypes)...)
+	if cc.GPUCCMode != "" && !slices.Contains(GPUCCModes, cc.GPUCCMode) {
+		errs = append(errs, field.NotSupported(path.Child("gpuCCMode"), cc.GPUCCMode, GPUCCModes))
+	}
+	measurements := path.Child("allowedMeasurements")
+	if len(cc.AllowedMeasurements) > 256 {
+		errs = append(errs, field.TooMany(measurements, len(cc.AllowedMeasurements), 256))
+	}
+	for i, m := range cc.AllowedMeasurements {
+		errs = append(errs, ValidateMeasurement(m, measurements.Index(i))...)
+		if slices.Index(cc.AllowedMeasurements, m) < i {
+			errs = append(errs, field.Duplicate(measurements.Index(i), m))
+		}
+	}
+	if cc.MaxAttestationAge != nil && !cc.RequireAttestation {
+		errs = append(errs, field.Invalid(path.Child("maxAttestationAge"), cc.MaxAttestationAge.Duration.String(),
+			"maxAttestationAge needs requireAttestation: true"))
+	}
+	errs = append(errs, validateDuration(cc.MaxAttestationAge, path.Child("maxAttestationAge"))...)
+	return errs
+}
+
+// ValidateMeasurement checks the form of one launch measurement.
+func ValidateMeasurement(m Measurement, path *field.Path) field.ErrorList {
+	if measurementRE.MatchString(string(m)) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, m, "must be sha256:<64 lowercase hex> or sha384:<96 lowercase hex>")}
+}
+
+// validateDuration checks a duration that was decoded outside the API
+// server, where its text is gone: it must be positive enough and must be
+// one that DurationPattern can express.
+func validateDuration(d *metav1.Duration, path *field.Path) field.ErrorList {
+	if d == nil {
+		return nil
+	}
+	if d.Duration < MinDuration {
+		return field.ErrorList{field.Invalid(path, d.Duration.String(), fmt.Sprintf("must be at least %s", MinDuration))}
+	}
+	if !durationRE.MatchString(d.Duration.String()) {
+		return field.ErrorList{field.Invalid(path, d.Duration.String(), "must match "+DurationPattern)}
+	}
+	return nil
+}
+
+// ValidateDurationString checks the text of a duration as the CRD does.
+func ValidateDurationString(s string, path *field.Path) field.ErrorList {
+	if !durationRE.MatchString(s) {
+		return field.ErrorList{field.Invalid(path, s, "must be a duration such as 90s, 10m or 1h30m (pattern "+DurationPattern+")")}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, s, err.Error())}
+	}
+	if d < MinDuration {
+		return field.ErrorList{field.Invalid(path, s, fmt.Sprintf("must be at least %s", MinDuration))}
+	}
+	return nil
+}
+
+// validateSet checks that a list holds only supported values, each once.
+func validateSet[T ~string](path *field.Path, values, supported []T) field.ErrorList {
+	var errs field.ErrorList
+	for i, v := range values {
+		if !slices.Contains(supported, v) {
+			errs = append(errs, field.NotSupported(path.Index(i), v, supported))
+		} else if slices.Index(values, v) < i {
+			errs = append(errs, field.Duplicate(path.Index(i), v))
+		}
+	}
+	return errs
+}
