@@ -3,21 +3,23 @@ module github.com/xila-guard/xila-guard/components/agent
 go 1.26
 
 require (
+	github.com/cilium/ebpf v0.22.0
+	github.com/vishvananda/netlink v1.3.1
+	golang.org/x/sys v0.43.0
 	k8s.io/api v0.35.4
 	k8s.io/apimachinery v0.35.4
 )
 
 require (
-	github.com/cilium/ebpf v0.22.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
+	github.com/vishvananda/netns v0.0.5 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	golang.org/x/net v0.48.0 // indirect
-	golang.org/x/sys v0.43.0 // indirect
 	golang.org/x/text v0.32.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
