@@ -1,0 +1,356 @@
+//go:build linux
+
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/xila-guard/xila-guard/components/agent/internal/bpfobj"
+	"github.com/xila-guard/xila-guard/components/agent/rules"
+)
+
+// AttachMode chooses how the tc programs are attached.
+type AttachMode int
+
+const (
+	// AttachAuto uses TCX links when the kernel has them (6.6+) and clsact
+	// filters otherwise.
+	AttachAuto AttachMode = iota
+	// AttachTCX requires TCX links.
+	AttachTCX
+	// AttachClsact uses classic clsact qdisc filters.
+	AttachClsact
+)
+
+// Config configures Open.
+type Config struct {
+	// PinPath is a directory on a bpffs mount where maps and links are
+	// pinned, e.g. /sys/fs/bpf/xila-guard. It is created if missing.
+	PinPath string
+	// Attach chooses TCX or clsact; the zero value picks for the kernel.
+	Attach AttachMode
+}
+
+// Endpoint is a pod as the dataplane sees it.
+type Endpoint struct {
+	// Ifindex is the pod's host-side interface in the agent's network
+	// namespace.
+	Ifindex int
+	// Addrs are the pod's own addresses. Packets from the pod with any
+	// other source are dropped, so that peers' policies can trust source
+	// addresses.
+	Addrs []netip.Addr
+	// AnySource turns that check off, for pods that route for others.
+	AnySource bool
+}
+
+// ErrDenyAll wraps the error of an Apply that could not install the
+// requested rules and left the endpoint denying all traffic instead.
+var ErrDenyAll = errors.New("endpoint falls back to deny-all")
+
+// Dataplane is the node's loaded dataplane. Its methods are safe for
+// concurrent use.
+type Dataplane struct {
+	cfg     Config
+	mu      sync.Mutex
+	objs    bpfobj.XgObjects
+	barrier *rcuBarrier
+	nextID  uint64
+	gens    map[uint32]*generation
+	addrs   map[int]map[netip.Addr]bool
+	links   map[int]*attachment
+	nf      []closer
+	mode    AttachMode
+}
+
+type closer interface{ Close() error }
+
+// Open loads the programs, reuses or creates the pinned maps under
+// cfg.PinPath, recovers the state a previous agent left, and attaches the
+// post-DNAT netfilter program. Packets keep being enforced by the pinned
+// state while Open runs.
+func Open(cfg Config) (*Dataplane, error) {
+	if err := checkBPFFS(cfg.PinPath); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.PinPath, "links"), 0o700); err != nil {
+		return nil, fmt.Errorf("creating pin directory: %w", err)
+	}
+	d := &Dataplane{
+		cfg:   cfg,
+		gens:  map[uint32]*generation{},
+		addrs: map[int]map[netip.Addr]bool{},
+		links: map[int]*attachment{},
+	}
+	opts := &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: cfg.PinPath}}
+	if err := bpfobj.LoadXgObjects(&d.objs, opts); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("loading eBPF objects: %+v", ve)
+		}
+		return nil, fmt.Errorf("loading eBPF objects: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			d.Close()
+		}
+	}()
+	var err error
+	if d.mode, err = resolveMode(cfg.Attach); err != nil {
+		return nil, err
+	}
+	if d.barrier, err = newRCUBarrier(); err != nil {
+		return nil, err
+	}
+	if err := d.recover(); err != nil {
+		return nil, fmt.Errorf("recovering pinned state: %w", err)
+	}
+	if err := d.attachNetfilter(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return d, nil
+}
+
+// Close releases the agent's handles. Pinned maps, programs and links stay,
+// so the last applied policy keeps being enforced.
+func (d *Dataplane) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for _, a := range d.links {
+		errs = append(errs, a.close())
+	}
+	for _, l := range d.nf {
+		errs = append(errs, l.Close())
+	}
+	if d.barrier != nil {
+		errs = append(errs, d.barrier.close())
+	}
+	errs = append(errs, d.objs.Close())
+	d.links, d.nf = map[int]*attachment{}, nil
+	return errors.Join(errs...)
+}
+
+// Uninstall detaches everything and removes the pinned state: enforcement
+// stops. The Dataplane is closed afterwards.
+func (d *Dataplane) Uninstall() error {
+	d.mu.Lock()
+	var errs []error
+	for ifindex := range d.links {
+		errs = append(errs, d.detach(ifindex))
+	}
+	d.mu.Unlock()
+	errs = append(errs, d.Close())
+	errs = append(errs, os.RemoveAll(d.cfg.PinPath))
+	return errors.Join(errs...)
+}
+
+// Apply installs a pod's compiled rule sets and attaches the programs to its
+// interface. The switch from the previous rules is atomic per pod. If the
+// rules cannot be installed (a full map, a port set over the limit), the pod
+// is switched to deny-all and the error wraps ErrDenyAll.
+func (d *Dataplane) Apply(ep Endpoint, ingress, egress rules.RuleSet) error {
+	if ep.Ifindex <= 0 {
+		return fmt.Errorf("endpoint has no interface index")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old, _ := d.endpoint(ep.Ifindex)
+	in, err := d.writeGeneration(ingress)
+	if err != nil {
+		return d.denyAll(ep, old, fmt.Errorf("ingress rules: %w", err))
+	}
+	eg, err := d.writeGeneration(egress)
+	if err != nil {
+		d.dropGeneration(in)
+		return d.denyAll(ep, old, fmt.Errorf("egress rules: %w", err))
+	}
+	return d.install(ep, old, in, eg)
+}
+
+func (d *Dataplane) denyAll(ep Endpoint, old bpfobj.XgEndpoint, cause error) error {
+	if err := d.install(ep, old, policyDenyAll, policyDenyAll); err != nil {
+		return errors.Join(fmt.Errorf("%w: %w", ErrDenyAll, cause), err)
+	}
+	return fmt.Errorf("%w: %w", ErrDenyAll, cause)
+}
+
+// install switches the endpoint to the given policy ids and retires the
+// ids it had before.
+func (d *Dataplane) install(ep Endpoint, old bpfobj.XgEndpoint, in, eg uint32) error {
+	if err := d.addAddrs(ep); err != nil {
+		return err
+	}
+	val := bpfobj.XgEndpoint{IngressPolicy: in, EgressPolicy: eg}
+	if !ep.AnySource {
+		val.Flags |= flagAntiSpoof
+	}
+	if err := d.objs.XgEndpoints.Put(uint32(ep.Ifindex), val); err != nil {
+		d.dropGeneration(in)
+		d.dropGeneration(eg)
+		return fmt.Errorf("switching endpoint %d: %w", ep.Ifindex, err)
+	}
+	retireErr := d.retire(old.IngressPolicy, old.EgressPolicy)
+	return errors.Join(retireErr, d.removeStaleAddrs(ep), d.attach(ep.Ifindex))
+}
+
+// Remove stops managing an interface: its programs are detached and its
+// rules, addresses and tracked flows deleted.
+func (d *Dataplane) Remove(ifindex int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.removeLocked(ifindex)
+}
+
+func (d *Dataplane) removeLocked(ifindex int) error {
+	old, found := d.endpoint(ifindex)
+	var errs []error
+	errs = append(errs, d.detach(ifindex))
+	if found {
+		if err := d.objs.XgEndpoints.Delete(uint32(ifindex)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, fmt.Errorf("deleting endpoint %d: %w", ifindex, err))
+		}
+		errs = append(errs, d.retire(old.IngressPolicy, old.EgressPolicy))
+	}
+	errs = append(errs, d.removeStaleAddrs(Endpoint{Ifindex: ifindex}), d.purgeFlows(ifindex))
+	return errors.Join(errs...)
+}
+
+// SetFrontends replaces the set of Service addresses whose traffic from
+// pods is judged after DNAT. Pass compiler.Frontends and the cluster's
+// service CIDRs, so that a new Service is covered before it is seen.
+func (d *Dataplane) SetFrontends(prefixes []netip.Prefix) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	want := map[bpfobj.XgFrontendKey]bool{}
+	for _, p := range prefixes {
+		want[frontendKey(rules.Canonical(p))] = true
+	}
+	var have []bpfobj.XgFrontendKey
+	var k bpfobj.XgFrontendKey
+	var v uint8
+	for it := d.objs.XgFrontends.Iterate(); it.Next(&k, &v); {
+		have = append(have, k)
+	}
+	// Add before removing: an address that stays never leaves the set.
+	for k := range want {
+		if err := d.objs.XgFrontends.Put(k, uint8(1)); err != nil {
+			return fmt.Errorf("adding frontend %s: %w", frontendPrefix(k), err)
+		}
+	}
+	for _, k := range have {
+		if !want[k] {
+			if err := d.objs.XgFrontends.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return fmt.Errorf("removing frontend %s: %w", frontendPrefix(k), err)
+			}
+		}
+	}
+	return nil
+}
+
+// Endpoints returns the interfaces the dataplane manages.
+func (d *Dataplane) Endpoints() ([]int, error) {
+	var out []int
+	var k uint32
+	var v bpfobj.XgEndpoint
+	it := d.objs.XgEndpoints.Iterate()
+	for it.Next(&k, &v) {
+		out = append(out, int(k))
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("listing endpoints: %w", err)
+	}
+	return out, nil
+}
+
+func (d *Dataplane) endpoint(ifindex int) (bpfobj.XgEndpoint, bool) {
+	var v bpfobj.XgEndpoint
+	err := d.objs.XgEndpoints.Lookup(uint32(ifindex), &v)
+	return v, err == nil
+}
+
+func (d *Dataplane) addAddrs(ep Endpoint) error {
+	for _, a := range ep.Addrs {
+		if err := d.objs.XgEpAddrs.Put(addrKey(ep.Ifindex, a), uint8(1)); err != nil {
+			return fmt.Errorf("adding address %s of endpoint %d: %w", a, ep.Ifindex, err)
+		}
+		if d.addrs[ep.Ifindex] == nil {
+			d.addrs[ep.Ifindex] = map[netip.Addr]bool{}
+		}
+		d.addrs[ep.Ifindex][a.Unmap()] = true
+	}
+	return nil
+}
+
+func (d *Dataplane) removeStaleAddrs(ep Endpoint) error {
+	keep := map[netip.Addr]bool{}
+	for _, a := range ep.Addrs {
+		keep[a.Unmap()] = true
+	}
+	for a := range d.addrs[ep.Ifindex] {
+		if keep[a] {
+			continue
+		}
+		if err := d.objs.XgEpAddrs.Delete(addrKey(ep.Ifindex, a)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("removing address %s of endpoint %d: %w", a, ep.Ifindex, err)
+		}
+		delete(d.addrs[ep.Ifindex], a)
+	}
+	return nil
+}
+
+func (d *Dataplane) purgeFlows(ifindex int) error {
+	var k bpfobj.XgFlowKey
+	var v bpfobj.XgFlowValue
+	var stale []bpfobj.XgFlowKey
+	for it := d.objs.XgFlows.Iterate(); it.Next(&k, &v); {
+		if int(k.Ifindex) == ifindex {
+			stale = append(stale, k)
+		}
+	}
+	for _, k := range stale {
+		if err := d.objs.XgFlows.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("deleting flows of endpoint %d: %w", ifindex, err)
+		}
+	}
+	return nil
+}
+
+// interfaceExists reports whether ifindex names an interface in the
+// current network namespace.
+func interfaceExists(ifindex int) bool {
+	_, err := net.InterfaceByIndex(ifindex)
+	return err == nil
+}
+
+func checkBPFFS(path string) error {
+	if path == "" {
+		return fmt.Errorf("no pin path configured")
+	}
+	dir := path
+	for {
+		var st unix.Statfs_t
+		err := unix.Statfs(dir, &st)
+		if err == nil {
+			if st.Type != unix.BPF_FS_MAGIC {
+				return fmt.Errorf("pin path %s is not on a bpffs mount (mount -t bpf bpf /sys/fs/bpf)", path)
+			}
+			return nil
+		}
+		if !errors.Is(err, os.ErrNotExist) || dir == filepath.Dir(dir) {
+			return fmt.Errorf("checking pin path %s: %w", path, err)
+		}
+		dir = filepath.Dir(dir)
+	}
+}

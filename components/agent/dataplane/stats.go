@@ -1,0 +1,55 @@
+//go:build linux
+
+package dataplane
+
+import (
+	"fmt"
+
+	"github.com/xila-guard/xila-guard/components/agent/internal/bpfobj"
+)
+
+// Stats counts packets by verdict since the maps were created, over all
+// CPUs and endpoints.
+type Stats struct {
+	Allowed        uint64 // new or known flows the policy allows
+	Replies        uint64 // replies of allowed flows
+	Denied         uint64 // dropped by policy at tc
+	Spoofed        uint64 // dropped: source address not the pod's
+	Deferred       uint64 // sent to a Service address, judged after DNAT
+	Malformed      uint64 // IP packets too short to judge
+	PostNATAllowed uint64 // Service flows allowed after DNAT
+	PostNATDenied  uint64 // Service packets dropped after DNAT
+}
+
+// Stats reads the packet counters.
+func (d *Dataplane) Stats() (Stats, error) {
+	sum := func(s bpfobj.XgXgStat) (uint64, error) {
+		var perCPU []uint64
+		if err := d.objs.XgStats.Lookup(uint32(s), &perCPU); err != nil {
+			return 0, fmt.Errorf("reading counter %d: %w", s, err)
+		}
+		var n uint64
+		for _, v := range perCPU {
+			n += v
+		}
+		return n, nil
+	}
+	var st Stats
+	for s, dst := range map[bpfobj.XgXgStat]*uint64{
+		bpfobj.XgXgStatXG_STAT_ALLOWED:          &st.Allowed,
+		bpfobj.XgXgStatXG_STAT_REPLY:            &st.Replies,
+		bpfobj.XgXgStatXG_STAT_DENIED:           &st.Denied,
+		bpfobj.XgXgStatXG_STAT_SPOOFED:          &st.Spoofed,
+		bpfobj.XgXgStatXG_STAT_DEFERRED:         &st.Deferred,
+		bpfobj.XgXgStatXG_STAT_MALFORMED:        &st.Malformed,
+		bpfobj.XgXgStatXG_STAT_POST_NAT_ALLOWED: &st.PostNATAllowed,
+		bpfobj.XgXgStatXG_STAT_POST_NAT_DENIED:  &st.PostNATDenied,
+	} {
+		n, err := sum(s)
+		if err != nil {
+			return Stats{}, err
+		}
+		*dst = n
+	}
+	return st, nil
+}
