@@ -64,15 +64,24 @@ func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
 func ruleSet(entries ...any) rules.RuleSet {
 	var b rules.Builder
 	for i := 0; i+1 < len(entries); i += 2 {
-		b.Add(prefix(entries[i].(string)), entries[i+1].(rules.PortSet))
+		ps, ok := entries[i+1].(rules.PortSet)
+		if !ok {
+			ps = entries[i+1].(portList).PortSet
+		}
+		b.Add(prefix(entries[i].(string)), ps)
 	}
 	return b.Build(true)
 }
 
-func ports(proto rules.Protocol, ranges ...uint16) rules.PortSet {
+// portList is a port set that unions with another in a call chain.
+type portList struct{ rules.PortSet }
+
+func (p portList) union(o portList) rules.PortSet { return rules.Union(p.PortSet, o.PortSet) }
+
+func ports(proto rules.Protocol, ranges ...uint16) portList {
 	var ps rules.PortSet
 	for i := 0; i+1 < len(ranges); i += 2 {
 		ps.Ranges = append(ps.Ranges, rules.PortRange{Protocol: proto, First: ranges[i], Last: ranges[i+1]})
 	}
-	return ps.Normalize()
+	return portList{ps.Normalize()}
 }

@@ -95,8 +95,8 @@ func TestProgramsAllowAndDeny(t *testing.T) {
 		"fd02::5/128", ports(rules.UDP, 53, 53),
 	)
 	var b rules.Builder
-	b.AddExcept(prefix("10.5.0.0/16"), []netip.Prefix{prefix("10.5.2.0/24")}, ports(rules.TCP, 22, 22))
-	b.Add(prefix("10.5.2.7/32"), ports(rules.TCP, 23, 23))
+	b.AddExcept(prefix("10.5.0.0/16"), []netip.Prefix{prefix("10.5.2.0/24")}, ports(rules.TCP, 22, 22).PortSet)
+	b.Add(prefix("10.5.2.7/32"), ports(rules.TCP, 23, 23).PortSet)
 	ingress := b.Build(true)
 	mustApplyIn(t, e.ns, e.d, pod, ingress, egress)
 
