@@ -91,7 +91,6 @@ func endpoints(cl reference.Cluster) []reference.Endpoint {
 	return out
 }
 
-
 func name(e reference.Endpoint) string {
 	if e.Pod == nil {
 		return e.Addr.String()
@@ -134,9 +133,8 @@ func (g *gen) pick(options ...string) string { return options[g.n(len(options))]
 
 func (g *gen) cluster() reference.Cluster {
 	cl := reference.Cluster{}
-	for i, ns := range []string{"x", "y", "z"} {
+	for _, ns := range []string{"x", "y", "z"} {
 		cl.Namespaces = append(cl.Namespaces, fx.Namespace(ns, "team", g.pick("a", "b")))
-		_ = i
 	}
 	nPods := 1 + g.n(6)
 	for i := range nPods {
