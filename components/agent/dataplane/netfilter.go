@@ -9,10 +9,12 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
-// postNATPriority places xg_post_nat after DNAT (PREROUTING, -100) in the
-// hooks it uses; in FORWARD and LOCAL_IN that is any priority, and 1 runs
-// it just after the iptables filter table.
-const postNATPriority = 1
+// postNATPriorities place xg_post_nat after DNAT (PREROUTING, -100) in the
+// hooks it uses; in FORWARD and LOCAL_IN any priority is, and these run it
+// just after the iptables filter table. The kernel allows one BPF program
+// per hook and priority, so a new agent takes the one its predecessor does
+// not hold.
+var postNATPriorities = [2]int32{1, 2}
 
 var postNATHooks = []struct {
 	name   string
@@ -33,8 +35,14 @@ func (d *Dataplane) attachNetfilter() error {
 	for _, h := range postNATHooks {
 		pin := filepath.Join(d.cfg.PinPath, "links", "nf-"+h.name)
 		old, _ := link.LoadPinnedLink(pin, nil)
+		prio := postNATPriorities[0]
+		if old != nil {
+			if info, err := old.Info(); err == nil && info.Netfilter() != nil && info.Netfilter().Priority == prio {
+				prio = postNATPriorities[1]
+			}
+		}
 		l, err := link.AttachNetfilter(link.NetfilterOptions{
-			Program: d.objs.XgPostNat, ProtocolFamily: h.family, Hook: h.hook, Priority: postNATPriority,
+			Program: d.objs.XgPostNat, ProtocolFamily: h.family, Hook: h.hook, Priority: prio,
 		})
 		if err != nil {
 			if old != nil {
