@@ -78,8 +78,8 @@ generate: tools ## Regenerate deepcopy, CRDs and pins.
 	hack/update-pins.sh
 	[ ! -x hack/update-codegen.sh ] || hack/update-codegen.sh
 
-verify: generate ## Fail when generated code or pins are stale.
-	@git diff --exit-code -- . ':(exclude)_output' || { echo "error: generated files are stale: run 'make generate' and commit the result"; exit 1; }
+verify: tools ## Fail when generated code or pins are stale.
+	hack/verify.sh
 
 clean: ## Remove build output (not the version cache in ~/.cache/xila-guard).
 	rm -rf _output

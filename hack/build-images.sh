@@ -38,7 +38,7 @@ COPY ${bin} /${bin}
 USER 65532:65532
 ENTRYPOINT ["/${bin}"]
 DOCKERFILE
-  DOCKER_BUILDKIT=0 docker build -q \
+  docker_build -q \
     --label "org.opencontainers.image.version=${XG_VERSION}" \
     --label "org.opencontainers.image.title=${bin}" \
     -t "xila-guard/${c}:${XG_VERSION}" "${ctx}" >/dev/null

@@ -87,10 +87,10 @@ scratch_image() {
   {
     echo "FROM ${4:-scratch}"
     echo "COPY ${bin} /usr/local/bin/${bin}"
-    echo "ENV PATH=/usr/local/bin:/usr/bin:/bin"
+    echo "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     [[ -n ${entry} ]] && echo "ENTRYPOINT [\"/usr/local/bin/${bin}\"]"
   } >"${ctx}/Dockerfile"
-  DOCKER_BUILDKIT=0 docker build -q -t "${tag}" "${ctx}" >/dev/null
+  docker_build -q -t "${tag}" "${ctx}" >/dev/null
 }
 log "building the Kubernetes images (FROM scratch)"
 K=registry.k8s.io
@@ -103,7 +103,7 @@ scratch_image "${K}/etcd:${ETCD_IMAGE_TAG}" etcd
 mkdir -p "${WORK}/img-coredns-root"
 cp "${WORK}/bin/coredns" "${WORK}/img-coredns-root/coredns"
 printf 'FROM scratch\nCOPY coredns /coredns\nENTRYPOINT ["/coredns"]\n' >"${WORK}/img-coredns-root/Dockerfile"
-DOCKER_BUILDKIT=0 docker build -q -t "${K}/coredns/coredns:${COREDNS_VERSION}" "${WORK}/img-coredns-root" >/dev/null
+docker_build -q -t "${K}/coredns/coredns:${COREDNS_VERSION}" "${WORK}/img-coredns-root" >/dev/null
 scratch_image "${K}/pause:${PAUSE_IMAGE_TAG}" pause entry
 docker tag "${K}/pause:${PAUSE_IMAGE_TAG}" "${K}/pause:3.10"
 scratch_image "${AGNHOST_IMAGE}" agnhost entry
@@ -150,7 +150,7 @@ STOPSIGNAL SIGRTMIN+3
 ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]
 DOCKERFILE
 timed "assembling the node file system" \
-  env DOCKER_BUILDKIT=0 docker build -q -t "${BUILD_TAG}" "${ctx}" >/dev/null
+  docker_build -q -t "${BUILD_TAG}" "${ctx}" >/dev/null
 
 # 4. Preload the images into the node's containerd, then commit. Images are
 # imported unpacked-later (--no-unpack): the node's own snapshotter unpacks
@@ -161,8 +161,11 @@ timed "preloading images into the node's containerd" \
   docker exec "${BUILD_CONTAINER}" bash -euc '
     containerd >/tmp/containerd.log 2>&1 &
     for _ in $(seq 1 100); do ctr version >/dev/null 2>&1 && break; sleep 0.1; done
-    ctr -n k8s.io images import --no-unpack --all-platforms --label=io.cri-containerd.pinned=pinned /images.tar >/dev/null
-    ctr -n k8s.io images ls -q | sort
+    ctr -n k8s.io images import --no-unpack --all-platforms /images.tar >/dev/null
+    # Pinned images are never garbage-collected by the kubelet.
+    for ref in $(ctr -n k8s.io images ls -q); do
+      ctr -n k8s.io images label "${ref}" io.cri-containerd.pinned=pinned >/dev/null
+    done
     kill %1; wait || true
     rm -f /images.tar /tmp/containerd.log'
 docker commit \

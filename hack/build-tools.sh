@@ -35,7 +35,7 @@ TOOLS=(
   "helm|.|helm.sh/helm/v3/cmd/helm|${HELM_VERSION}"
   "controller-gen|.|sigs.k8s.io/controller-tools/cmd/controller-gen|${CONTROLLER_TOOLS_VERSION}"
   "staticcheck|.|honnef.co/go/tools/cmd/staticcheck|${STATICCHECK_VERSION}"
-  "coredns|coredns|github.com/coredns/coredns|${COREDNS_VERSION}"
+  "coredns|coredns|.|${COREDNS_VERSION}-k8s"
   "crictl|crictl|sigs.k8s.io/cri-tools/cmd/crictl|${CRICTL_VERSION}"
 )
 
@@ -77,9 +77,9 @@ for dir in "${!missing_pkgs[@]}"; do
   [[ ${dir} == . ]] && ldflags=${kube_ldflags}
   timed "building${missing_names[${dir}]} (cold: several minutes)" \
     bash -c "cd '${dir}' && go build -trimpath -ldflags '${ldflags}' -o '${tmp}/' ${missing_pkgs[${dir}]}"
-  # Binaries are named after the last path element of their package; the
-  # etcd and coredns main packages are module roots.
-  [[ -e ${tmp}/v3 ]] && mv "${tmp}/v3" "${tmp}/etcd"
+  # Binaries are named after the last path element of their package; etcd's
+  # main package is its module root, so go names the binary "server".
+  [[ -e ${tmp}/server ]] && mv "${tmp}/server" "${tmp}/etcd"
   for nv in ${missing_names[${dir}]}; do
     mv "${tmp}/${nv%@*}" "${XG_CACHE}/bin/${nv}"
   done

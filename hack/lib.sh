@@ -10,7 +10,7 @@ source "${REPO_ROOT}/hack/versions.env"
 # fresh clone on the same machine reuses it. Override with XG_CACHE.
 XG_CACHE="${XG_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/xila-guard}"
 export XG_CACHE
-XG_BIN="${REPO_ROOT}/_output/bin"
+XG_BIN="${XG_BIN:-${REPO_ROOT}/_output/bin}"
 export XG_BIN
 
 # Staging modules of k8s.io/kubernetes, replaced with KUBE_STAGING_VERSION.
@@ -48,7 +48,12 @@ timed() {
   local t0
   t0=$(date +%s)
   log "${what} ..."
-  "$@"
+  local rc=0
+  "$@" || rc=$?
+  if ((rc != 0)); then
+    log "${what}: failed after $(($(date +%s) - t0))s"
+    return "${rc}"
+  fi
   log "${what}: done in $(($(date +%s) - t0))s"
 }
 
@@ -79,3 +84,10 @@ export XG_VERSION
 CLUSTER_NAME="${CLUSTER_NAME:-xila-guard}"
 KIND_KUBECONFIG="${KIND_KUBECONFIG:-${REPO_ROOT}/_output/kubeconfig}"
 export CLUSTER_NAME KIND_KUBECONFIG
+
+# docker_build runs the classic builder, which needs no BuildKit and no
+# registry for FROM scratch or local base images, without its deprecation
+# notice.
+docker_build() {
+  DOCKER_BUILDKIT=0 docker build "$@" 2> >(grep -v -e 'legacy builder is deprecated' -e 'BuildKit is currently disabled' -e 'environment-variable\.' -e '^$' >&2)
+}
