@@ -147,3 +147,39 @@ func TestServiceTrafficJudgedAfterDNAT(t *testing.T) {
 		t.Fatalf("stats %+v: the post-DNAT program did not judge anything", st)
 	}
 }
+
+// TestDeferredWithoutConntrack: with no NAT rules the node has no connection
+// tracking, and the post-DNAT program judges deferred packets from their
+// own headers.
+func TestDeferredWithoutConntrack(t *testing.T) {
+	node := netns.NewNode(t, 3)
+	a, b, c := node.Pods[0], node.Pods[1], node.Pods[2]
+	startServer(t, b, []int{8080, 9090}, nil)
+	startServer(t, c, []int{8080}, nil)
+	d := openIn(t, node.NS, Config{PinPath: bpffs(t)})
+	// Every pod address counts as a frontend, so every packet from a is
+	// deferred to the netfilter program.
+	if err := d.SetFrontends([]netip.Prefix{prefix("10.200.0.0/24"), prefix("fd00:200::/64")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*netns.Pod{b, c} {
+		mustApplyIn(t, node.NS, d, endpointOf(p), rules.AllowAll, rules.AllowAll)
+	}
+	mustApplyIn(t, node.NS, d, endpointOf(a), rules.AllowAll, ruleSet(
+		b.V4.String()+"/32", ports(rules.TCP, 8080, 8080), b.V6.String()+"/128", ports(rules.TCP, 8080, 8080)))
+	before, _ := d.Stats()
+	checkProbes(t, []probe{
+		{"allowed port v4", a, ap(b.V4, 8080), false, "pod1"},
+		{"allowed port v6", a, ap(b.V6, 8080), false, "pod1"},
+		{"other port", a, ap(b.V4, 9090), false, ""},
+		{"other pod", a, ap(c.V4, 8080), false, ""},
+		{"other pod v6", a, ap(c.V6, 8080), false, ""},
+	})
+	after, err := d.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.PostNATDenied == before.PostNATDenied || after.PostNATAllowed == before.PostNATAllowed {
+		t.Fatalf("stats %+v then %+v: the post-DNAT program did not decide", before, after)
+	}
+}
