@@ -1,0 +1,177 @@
+package evaluate
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/wire"
+)
+
+func TestNew(t *testing.T) {
+	cases := []struct {
+		name        string
+		opts        Options
+		wantProfile guard.Profile
+		wantErr     bool
+	}{
+		{name: "defaults to production", wantProfile: guard.ProfileProduction},
+		{name: "lab", opts: Options{Profile: guard.ProfileLab}, wantProfile: guard.ProfileLab},
+		{name: "unknown profile", opts: Options{Profile: "staging"}, wantErr: true},
+		{name: "negative skew", opts: Options{ClockSkew: -1}, wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := New(tc.opts)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("New() error = %v, want error %v", err, tc.wantErr)
+			}
+			if err == nil && e.Profile() != tc.wantProfile {
+				t.Errorf("Profile() = %q, want %q", e.Profile(), tc.wantProfile)
+			}
+		})
+	}
+}
+
+func TestEvaluateAnswersEveryNodeInOrder(t *testing.T) {
+	req := request(poolNode(compliantState()))
+	req.Nodes = []wire.Node{
+		{Name: "good", UID: "uid-1", Pool: "acme", State: compliantState()},
+		{Name: "bare", Pool: "acme"},
+		{Name: "foreign", Pool: "globex", State: compliantState()},
+		{Name: "sliced", UID: "uid-1", Pool: "acme", State: compliantState(
+			func(s *v1alpha1.NodeSecurityStateSpec) { s.Incarnation = "inc-9" },
+			allDevices(func(d *v1alpha1.GPUDevice) { d.SharingMode = v1alpha1.SharingTimeSlicing }))},
+	}
+	resp := newEvaluator(guard.ProfileProduction).Evaluate(req)
+
+	type brief struct {
+		Node        string
+		Decision    guard.Decision
+		Reasons     []guard.Reason
+		Incarnation string
+	}
+	var got []brief
+	for _, r := range resp.Results {
+		got = append(got, brief{r.Node, r.Decision, r.Reasons, r.Incarnation})
+	}
+	want := []brief{
+		{"good", guard.DecisionAllow, []guard.Reason{}, "inc-1"},
+		{"bare", guard.DecisionIndeterminate, []guard.Reason{guard.ReasonEvidenceMissing}, ""},
+		{"foreign", guard.DecisionDeny, []guard.Reason{guard.ReasonTenantMismatch}, "inc-1"},
+		{"sliced", guard.DecisionDeny, []guard.Reason{guard.ReasonTimeSlicingForbidden}, "inc-9"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results mismatch (-want +got):\n%s", diff)
+	}
+	if resp.Profile != guard.ProfileProduction || !resp.EvaluatedAt.Time.Equal(now) {
+		t.Errorf("profile %q at %s, want production at %s", resp.Profile, resp.EvaluatedAt.Time, now)
+	}
+	if resp.Pod.Decision != guard.DecisionAllow {
+		t.Errorf("pod verdict %+v, want allow", resp.Pod)
+	}
+}
+
+func TestPodVerdictRefusesEveryNode(t *testing.T) {
+	req := request(poolNode(compliantState()))
+	req.Policy = nil
+	req.Nodes = append(req.Nodes, wire.Node{Name: "free", Pool: ""})
+	resp := newEvaluator(guard.ProfileLab).Evaluate(req)
+	want := wire.Verdict{
+		Decision: guard.DecisionIndeterminate,
+		Reasons:  []guard.Reason{guard.ReasonNoPolicy},
+		Message:  resp.Pod.Message,
+	}
+	if diff := cmp.Diff(want, resp.Pod); diff != "" {
+		t.Errorf("pod verdict mismatch (-want +got):\n%s", diff)
+	}
+	for _, r := range resp.Results {
+		if got := (wire.Verdict{Decision: r.Decision, Reasons: r.Reasons, Message: r.Message}); !cmp.Equal(want, got) {
+			t.Errorf("node %s: %+v, want the pod's verdict %+v", r.Node, got, want)
+		}
+	}
+}
+
+func TestEvaluateWithoutNodes(t *testing.T) {
+	req := request(poolNode(nil))
+	req.Nodes = nil
+	resp := newEvaluator(guard.ProfileProduction).Evaluate(req)
+	if resp.Pod.Decision != guard.DecisionAllow || len(resp.Results) != 0 || resp.Results == nil {
+		t.Errorf("got pod %+v and results %#v, want allow and an empty list", resp.Pod, resp.Results)
+	}
+}
+
+func TestEvaluateIsDeterministic(t *testing.T) {
+	e := newEvaluator(guard.ProfileLab)
+	for _, cases := range allRuleCases() {
+		for _, tc := range cases {
+			req := request(poolNode(compliantState()))
+			if tc.req != nil {
+				tc.req(req)
+			}
+			first, second := e.Evaluate(req), e.Evaluate(req)
+			if diff := cmp.Diff(first, second); diff != "" {
+				t.Errorf("%s: two evaluations differ (-first +second):\n%s", tc.name, diff)
+			}
+		}
+	}
+}
+
+// TestEveryReasonIsTested fails when a reason code has no rule case that
+// produces it, so that a new reason cannot land without a test.
+func TestEveryReasonIsTested(t *testing.T) {
+	produced := map[guard.Reason]bool{}
+	for _, cases := range allRuleCases() {
+		for _, tc := range cases {
+			for _, r := range tc.evaluate(t).Reasons {
+				produced[r] = true
+			}
+		}
+	}
+	for _, r := range guard.Reasons {
+		if !produced[r] {
+			t.Errorf("no rule case produces %s", r)
+		}
+	}
+	for r := range produced {
+		if !slices.Contains(guard.Reasons, r) {
+			t.Errorf("reason %s is produced but missing from guard.Reasons", r)
+		}
+	}
+}
+
+func TestSeverity(t *testing.T) {
+	notes := []guard.Reason{guard.ReasonUnguardedNode, guard.ReasonSimulatedEvidence}
+	denials := []guard.Reason{
+		guard.ReasonTenantMismatch, guard.ReasonOutsidePool, guard.ReasonExclusiveForbidden,
+		guard.ReasonMIGForbidden, guard.ReasonMPSForbidden, guard.ReasonTimeSlicingForbidden,
+		guard.ReasonCCModeMismatch, guard.ReasonTEEMissing, guard.ReasonTEETypeNotAllowed,
+		guard.ReasonMeasurementNotAllowed, guard.ReasonAttestationFailed,
+	}
+	for _, r := range append(guard.Reasons, "SOMETHING_NEW") {
+		want := guard.DecisionIndeterminate
+		switch {
+		case slices.Contains(notes, r):
+			want = guard.DecisionAllow
+		case slices.Contains(denials, r):
+			want = guard.DecisionDeny
+		}
+		if got := severity(r); got != want {
+			t.Errorf("severity(%s) = %s, want %s", r, got, want)
+		}
+	}
+}
+
+func TestQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"acme": "acme", "gpu-node-1.example": "gpu-node-1.example", "sha256:ab": "sha256:ab",
+		"": `""`, "two words": `"two words"`, "new\nline": `"new\nline"`, `"quoted"`: `"\"quoted\""`,
+	} {
+		if got := quote(in); got != want {
+			t.Errorf("quote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,301 @@
+package evaluate
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/wire"
+)
+
+// FuzzEvaluate builds requests, valid or not, from the fuzzer's bytes and
+// checks that the evaluator never panics and never allows what it must not.
+func FuzzEvaluate(f *testing.F) {
+	f.Add(false, []byte{})
+	f.Add(true, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
+	f.Add(true, []byte("\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01"))
+	f.Fuzz(func(t *testing.T, lab bool, choices []byte) {
+		profile := guard.ProfileProduction
+		if lab {
+			profile = guard.ProfileLab
+		}
+		req := generate(&chooser{data: choices})
+		resp := newEvaluator(profile).Evaluate(req)
+		checkFailClosed(t, profile, req, resp)
+	})
+}
+
+// FuzzDecodeAndEvaluate feeds raw bodies through the server's decoder and
+// the evaluator, as a request from the network would travel.
+func FuzzDecodeAndEvaluate(f *testing.F) {
+	for _, seed := range [][]byte{{}, {1, 2, 3, 4, 5, 6, 7, 8, 9}, []byte("seed-with-more-choices-in-it")} {
+		body, err := json.Marshal(generate(&chooser{data: seed}))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(true, body)
+	}
+	f.Fuzz(func(t *testing.T, lab bool, body []byte) {
+		req, err := wire.DecodeEvaluateRequest(body, wire.Limits{MaxNodes: 64})
+		if err != nil {
+			return
+		}
+		profile := guard.ProfileProduction
+		if lab {
+			profile = guard.ProfileLab
+		}
+		checkFailClosed(t, profile, req, newEvaluator(profile).Evaluate(req))
+	})
+}
+
+// checkFailClosed is an oracle written apart from the rules: for every
+// allowed node it re-checks, directly against the request, each fact an
+// allow depends on.
+func checkFailClosed(t *testing.T, server guard.Profile, req *wire.EvaluateRequest, resp *wire.EvaluateResponse) {
+	t.Helper()
+	if len(resp.Results) != len(req.Nodes) {
+		t.Fatalf("%d results for %d nodes", len(resp.Results), len(req.Nodes))
+	}
+	profile := guard.ProfileProduction
+	if server == guard.ProfileLab && (req.Profile == "" || req.Profile == guard.ProfileLab) {
+		profile = guard.ProfileLab
+	}
+	if resp.Profile != profile {
+		t.Fatalf("applied profile %q, want %q", resp.Profile, profile)
+	}
+	for i, r := range resp.Results {
+		n := &req.Nodes[i]
+		if r.Node != n.Name || !r.Decision.IsValid() || r.Message == "" {
+			t.Fatalf("result %d is %+v for node %q", i, r, n.Name)
+		}
+		for _, reason := range r.Reasons {
+			if !reason.IsKnown() {
+				t.Fatalf("node %q: unknown reason %q", n.Name, reason)
+			}
+		}
+		if r.Decision != guard.DecisionAllow {
+			continue
+		}
+		if why := allowForbidden(profile, req, n, resp.EvaluatedAt.Time); why != "" {
+			t.Fatalf("node %q allowed although %s: %+v\nrequest: %s", n.Name, why, r, mustJSON(req))
+		}
+	}
+}
+
+// allowForbidden returns why the node must not be allowed, or "".
+func allowForbidden(profile guard.Profile, req *wire.EvaluateRequest, n *wire.Node, at time.Time) string {
+	switch {
+	case req.Tenant == nil || req.Tenant.ID == "":
+		return "the tenant is unresolved"
+	case req.Policy == nil:
+		return "there is no policy"
+	}
+	spec := &req.Policy.Spec
+	pool := req.Tenant.Pool
+	if pool == "" {
+		pool = req.Tenant.ID
+	}
+	if n.Pool == "" {
+		if spec.Confinement != v1alpha1.ConfinementAny {
+			return "the node is outside the pool under confinement " + string(spec.Confinement)
+		}
+		return ""
+	}
+	if n.Pool != pool {
+		return "the node is in another pool"
+	}
+	s := n.State
+	switch {
+	case s == nil:
+		return "the evidence is missing"
+	case !s.Complete:
+		return "the evidence is incomplete"
+	case s.Source == v1alpha1.SourceMock && profile != guard.ProfileLab:
+		return "mock evidence under production"
+	case s.Source != v1alpha1.SourceMock && !slices.Contains(spec.Evidence.AcceptedSources, s.Source):
+		return "the source is not accepted"
+	case n.UID != "" && n.UID != s.NodeUID:
+		return "the evidence names another node"
+	case s.ObservedAt.IsZero():
+		return "the evidence has no time"
+	}
+	maxAge := v1alpha1.DefaultMaxEvidenceAge
+	if spec.Evidence.MaxAge != nil {
+		maxAge = spec.Evidence.MaxAge.Duration
+	}
+	if age := at.Sub(s.ObservedAt.Time); age > maxAge || -age > DefaultClockSkew {
+		return "the evidence is stale or from the future"
+	}
+	return contentForbidden(spec, s, at)
+}
+
+func contentForbidden(spec *v1alpha1.PlacementPolicySpec, s *v1alpha1.NodeSecurityStateSpec, at time.Time) string {
+	for _, d := range s.Devices {
+		if sh := spec.GPUSharing; sh != nil {
+			if slices.Contains(sh.ForbiddenModes, d.SharingMode) ||
+				(len(sh.AllowedModes) > 0 && !slices.Contains(sh.AllowedModes, d.SharingMode)) {
+				return "a device's sharing mode is not allowed"
+			}
+			if (len(sh.ForbiddenModes) > 0 || len(sh.AllowedModes) > 0) && !slices.Contains(v1alpha1.GPUSharingModes, d.SharingMode) {
+				return "a device's sharing mode is unknown"
+			}
+		}
+		if d != s.Devices[0] && (d.SharingMode != s.Devices[0].SharingMode || d.CCMode != s.Devices[0].CCMode ||
+			d.MIGProfile != s.Devices[0].MIGProfile) {
+			return "the devices disagree"
+		}
+		if cc := spec.ConfidentialComputing; cc != nil && cc.GPUCCMode != "" && d.CCMode != cc.GPUCCMode {
+			return "a device's CC mode is wrong"
+		}
+	}
+	cc := spec.ConfidentialComputing
+	if cc == nil || (len(cc.TEETypes) == 0 && len(cc.AllowedMeasurements) == 0 && !cc.RequireAttestation) {
+		return ""
+	}
+	t := s.TEE
+	switch {
+	case t == nil:
+		return "there is no TEE"
+	case len(cc.TEETypes) > 0 && !slices.Contains(cc.TEETypes, t.Type):
+		return "the TEE type is not allowed"
+	case len(cc.AllowedMeasurements) > 0 && !slices.Contains(cc.AllowedMeasurements, t.Measurement):
+		return "the measurement is not allowed"
+	case !cc.RequireAttestation:
+		return ""
+	case t.Attestation == nil || t.Attestation.Verdict != v1alpha1.AttestationPassed:
+		return "the attestation did not pass"
+	}
+	maxAge := v1alpha1.DefaultMaxAttestationAge
+	if cc.MaxAttestationAge != nil {
+		maxAge = cc.MaxAttestationAge.Duration
+	}
+	if age := at.Sub(t.Attestation.VerifiedAt.Time); t.Attestation.VerifiedAt.IsZero() || age > maxAge || -age > DefaultClockSkew {
+		return "the attestation is stale or from the future"
+	}
+	return ""
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// chooser turns fuzz bytes into choices; past the end it chooses zero.
+type chooser struct {
+	data []byte
+	i    int
+}
+
+func (c *chooser) next() byte {
+	if c.i >= len(c.data) {
+		return 0
+	}
+	c.i++
+	return c.data[c.i-1]
+}
+
+func (c *chooser) flip() bool { return c.next()&1 == 1 }
+
+func pick[T any](c *chooser, options ...T) T { return options[int(c.next())%len(options)] }
+
+func some[T any](c *chooser, options ...T) []T {
+	var out []T
+	for _, o := range options {
+		if c.flip() {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// offsets are evidence ages around every boundary the rules draw.
+var offsets = []time.Duration{
+	time.Minute, 0, -20 * time.Second, -31 * time.Second, 10 * time.Minute, 10*time.Minute + time.Second,
+	59 * time.Minute, 61 * time.Minute, 3 * time.Hour, -time.Hour, 24 * time.Hour,
+}
+
+func generate(c *chooser) *wire.EvaluateRequest {
+	req := &wire.EvaluateRequest{
+		Profile: pick(c, "", guard.ProfileLab, guard.ProfileProduction, "bogus"),
+		Pod:     wire.Pod{Namespace: "ns"},
+		Tenant:  pick(c, &wire.Tenant{ID: "acme"}, nil, &wire.Tenant{}, &wire.Tenant{ID: "acme", Pool: "gpu"}),
+	}
+	if c.next()%4 != 0 {
+		req.Policy = generatePolicy(c)
+	}
+	for i := range int(c.next() % 5) {
+		req.Nodes = append(req.Nodes, wire.Node{
+			Name:  string(rune('a' + i)),
+			UID:   pick[types.UID](c, "", "uid-1", "uid-2"),
+			Pool:  pick(c, "acme", "", "gpu", "globex"),
+			State: generateState(c),
+		})
+	}
+	return req
+}
+
+func generatePolicy(c *chooser) *wire.Policy {
+	spec := v1alpha1.PlacementPolicySpec{
+		Confinement: pick(c, v1alpha1.ConfinementPool, "", v1alpha1.ConfinementAny, "Odd"),
+		Evidence: v1alpha1.EvidencePolicy{
+			AcceptedSources: some(c, v1alpha1.SourceAttested, v1alpha1.SourceNFD, v1alpha1.SourceMock, ""),
+			MaxAge:          pick(c, nil, &metav1.Duration{Duration: pick(c, offsets...)}),
+		},
+	}
+	if c.flip() {
+		spec.GPUSharing = &v1alpha1.GPUSharingPolicy{
+			AllowedModes:   some(c, append(v1alpha1.GPUSharingModes, "")...),
+			ForbiddenModes: some(c, append(v1alpha1.GPUSharingModes, "")...),
+		}
+	}
+	if c.flip() {
+		spec.ConfidentialComputing = &v1alpha1.ConfidentialComputingPolicy{
+			TEETypes:            some(c, append(v1alpha1.TEETypes, "")...),
+			GPUCCMode:           pick(c, "", v1alpha1.CCModeOn, v1alpha1.CCModeOff, "Weird"),
+			AllowedMeasurements: some(c, measurementA, measurementB, ""),
+			RequireAttestation:  c.flip(),
+			MaxAttestationAge:   pick(c, nil, &metav1.Duration{Duration: pick(c, offsets...)}),
+		}
+	}
+	return &wire.Policy{Name: "fuzz", Spec: spec}
+}
+
+func generateState(c *chooser) *v1alpha1.NodeSecurityStateSpec {
+	if c.flip() {
+		return nil
+	}
+	s := &v1alpha1.NodeSecurityStateSpec{
+		NodeUID:     pick[types.UID](c, "uid-1", "uid-2", ""),
+		Incarnation: "inc",
+		ObservedAt:  pick(c, ago(pick(c, offsets...)), metav1.Time{}),
+		Source:      pick(c, v1alpha1.SourceNFD, v1alpha1.SourceAttested, v1alpha1.SourceMock, "", "rumour"),
+		Complete:    c.next()%4 != 0,
+	}
+	for i := range int(c.next() % 4) {
+		s.Devices = append(s.Devices, v1alpha1.GPUDevice{
+			ID:          string(rune('0' + i)),
+			SharingMode: pick(c, append(v1alpha1.GPUSharingModes, "", "Odd")...),
+			MIGProfile:  pick(c, "", "1g.10gb"),
+			CCMode:      pick(c, append(v1alpha1.GPUCCModes, "", "Odd")...),
+		})
+	}
+	if c.flip() {
+		s.TEE = &v1alpha1.TEEFacts{
+			Type:        pick(c, append(v1alpha1.TEETypes, "", "Odd")...),
+			Measurement: pick(c, measurementA, measurementB, ""),
+		}
+		if c.flip() {
+			s.TEE.Attestation = &v1alpha1.Attestation{
+				Verdict:    pick(c, v1alpha1.AttestationPassed, v1alpha1.AttestationFailed, "", "Odd"),
+				VerifiedAt: pick(c, ago(pick(c, offsets...)), metav1.Time{}),
+			}
+		}
+	}
+	return s
+}

@@ -1,0 +1,506 @@
+package evaluate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/wire"
+)
+
+// outcome is what the rule tests compare: the decision and its reasons.
+type outcome struct {
+	Decision guard.Decision
+	Reasons  []guard.Reason
+}
+
+type ruleCase struct {
+	name string
+	// profile is the evaluator's; empty means production.
+	profile guard.Profile
+	// req is changed from request(poolNode(compliantState())).
+	req         func(*wire.EvaluateRequest)
+	want        outcome
+	wantMessage string
+}
+
+func allow(reasons ...guard.Reason) outcome {
+	return outcome{guard.DecisionAllow, append([]guard.Reason{}, reasons...)}
+}
+func deny(reasons ...guard.Reason) outcome {
+	return outcome{guard.DecisionDeny, reasons}
+}
+func indeterminate(reasons ...guard.Reason) outcome {
+	return outcome{guard.DecisionIndeterminate, reasons}
+}
+
+// withState changes the first node's evidence.
+func withState(mutate ...func(*v1alpha1.NodeSecurityStateSpec)) func(*wire.EvaluateRequest) {
+	return func(r *wire.EvaluateRequest) { r.Nodes[0].State = compliantState(mutate...) }
+}
+
+// withPolicy changes the policy.
+func withPolicy(mutate ...func(*v1alpha1.PlacementPolicySpec)) func(*wire.EvaluateRequest) {
+	return func(r *wire.EvaluateRequest) { r.Policy = strictPolicy(mutate...) }
+}
+
+func both(fs ...func(*wire.EvaluateRequest)) func(*wire.EvaluateRequest) {
+	return func(r *wire.EvaluateRequest) {
+		for _, f := range fs {
+			f(r)
+		}
+	}
+}
+
+func TestRequestRules(t *testing.T) { runRuleCases(t, requestRulesCases()) }
+
+func TestPlacementRules(t *testing.T) { runRuleCases(t, placementRulesCases()) }
+
+func TestAdmissibilityRules(t *testing.T) { runRuleCases(t, admissibilityRulesCases()) }
+
+func TestConsistencyRules(t *testing.T) { runRuleCases(t, consistencyRulesCases()) }
+
+func TestSharingRules(t *testing.T) { runRuleCases(t, sharingRulesCases()) }
+
+func TestConfidentialComputingRules(t *testing.T) { runRuleCases(t, confidentialComputingRulesCases()) }
+
+func TestContentRulesCombine(t *testing.T) { runRuleCases(t, contentRulesCombineCases()) }
+
+// allRuleCases lists every rule case, for the tests that look across them.
+func allRuleCases() [][]ruleCase {
+	return [][]ruleCase{requestRulesCases(), placementRulesCases(), admissibilityRulesCases(), consistencyRulesCases(), sharingRulesCases(), confidentialComputingRulesCases(), contentRulesCombineCases()}
+}
+
+// evaluate runs the case's request through an evaluator of its profile.
+func (tc *ruleCase) evaluate(t *testing.T) wire.NodeResult {
+	t.Helper()
+	req := request(poolNode(compliantState()))
+	if tc.req != nil {
+		tc.req(req)
+	}
+	resp := newEvaluator(tc.profile).Evaluate(req)
+	if len(resp.Results) != 1 {
+		t.Fatalf("got %d results, want 1", len(resp.Results))
+	}
+	return resp.Results[0]
+}
+
+func runRuleCases(t *testing.T, cases []ruleCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.evaluate(t)
+			if diff := cmp.Diff(tc.want, outcome{got.Decision, got.Reasons}); diff != "" {
+				t.Errorf("outcome mismatch (-want +got):\n%s\nmessage: %s", diff, got.Message)
+			}
+			if !strings.Contains(got.Message, tc.wantMessage) {
+				t.Errorf("message %q does not contain %q", got.Message, tc.wantMessage)
+			}
+			for _, r := range got.Reasons {
+				if !strings.Contains(got.Message, string(r)) {
+					t.Errorf("message %q does not name reason %s", got.Message, r)
+				}
+			}
+		})
+	}
+}
+
+func requestRulesCases() []ruleCase {
+	return []ruleCase{{
+		name:        "compliant node is allowed",
+		want:        allow(),
+		wantMessage: "allowed by policy strict: nfd evidence observed 1m0s ago",
+	}, {
+		name: "tenant not resolved",
+		req:  func(r *wire.EvaluateRequest) { r.Tenant = nil },
+		want: indeterminate(guard.ReasonTenantUnresolved),
+	}, {
+		name: "tenant with an empty id is not resolved",
+		req:  func(r *wire.EvaluateRequest) { r.Tenant = &wire.Tenant{} },
+		want: indeterminate(guard.ReasonTenantUnresolved),
+	}, {
+		name: "no policy",
+		req:  func(r *wire.EvaluateRequest) { r.Policy = nil },
+		want: indeterminate(guard.ReasonNoPolicy),
+	}, {
+		name: "neither tenant nor policy, even on a node outside every pool",
+		req: func(r *wire.EvaluateRequest) {
+			r.Tenant, r.Policy, r.Nodes[0].Pool = nil, nil, ""
+		},
+		want: indeterminate(guard.ReasonTenantUnresolved, guard.ReasonNoPolicy),
+	}}
+}
+
+func placementRulesCases() []ruleCase {
+	inNoPool := func(r *wire.EvaluateRequest) { r.Nodes[0].Pool = "" }
+	confinement := func(c v1alpha1.Confinement) func(*wire.EvaluateRequest) {
+		return withPolicy(func(p *v1alpha1.PlacementPolicySpec) { p.Confinement = c })
+	}
+	return []ruleCase{{
+		name:        "node in another tenant's pool",
+		req:         func(r *wire.EvaluateRequest) { r.Nodes[0].Pool = "globex" },
+		want:        deny(guard.ReasonTenantMismatch),
+		wantMessage: "pool globex, not in pool acme of tenant acme",
+	}, {
+		name: "node in no pool under confinement Pool",
+		req:  inNoPool,
+		want: deny(guard.ReasonOutsidePool),
+	}, {
+		name: "node in no pool with confinement unset defaults to Pool",
+		req:  both(inNoPool, confinement("")),
+		want: deny(guard.ReasonOutsidePool),
+	}, {
+		name: "unknown confinement is treated as Pool",
+		req:  both(inNoPool, confinement("Anywhere")),
+		want: deny(guard.ReasonOutsidePool),
+	}, {
+		name: "node in no pool under confinement Any is allowed without evidence",
+		req: both(inNoPool, confinement(v1alpha1.ConfinementAny),
+			func(r *wire.EvaluateRequest) { r.Nodes[0].State = nil }),
+		want:        allow(guard.ReasonUnguardedNode),
+		wantMessage: "evidence is not checked",
+	}, {
+		name: "another tenant's pool stays closed under confinement Any",
+		req:  both(confinement(v1alpha1.ConfinementAny), func(r *wire.EvaluateRequest) { r.Nodes[0].Pool = "globex" }),
+		want: deny(guard.ReasonTenantMismatch),
+	}, {
+		name: "own pool is still guarded under confinement Any",
+		req:  both(confinement(v1alpha1.ConfinementAny), func(r *wire.EvaluateRequest) { r.Nodes[0].State = nil }),
+		want: indeterminate(guard.ReasonEvidenceMissing),
+	}, {
+		name: "tenant with a pool name of its own",
+		req: func(r *wire.EvaluateRequest) {
+			r.Tenant = &wire.Tenant{ID: "acme", Pool: "acme-gpu"}
+			r.Nodes[0].Pool = "acme-gpu"
+		},
+		want: allow(),
+	}, {
+		name: "pool named after the tenant is not the tenant's when it set another pool",
+		req:  func(r *wire.EvaluateRequest) { r.Tenant = &wire.Tenant{ID: "acme", Pool: "acme-gpu"} },
+		want: deny(guard.ReasonTenantMismatch),
+	}}
+}
+
+func admissibilityRulesCases() []ruleCase {
+	source := func(s v1alpha1.EvidenceSource) func(*v1alpha1.NodeSecurityStateSpec) {
+		return func(st *v1alpha1.NodeSecurityStateSpec) { st.Source = s }
+	}
+	observed := func(d time.Duration) func(*v1alpha1.NodeSecurityStateSpec) {
+		return func(st *v1alpha1.NodeSecurityStateSpec) { st.ObservedAt = ago(d) }
+	}
+	incomplete := func(st *v1alpha1.NodeSecurityStateSpec) { st.Complete = false }
+	return []ruleCase{{
+		name:        "no evidence",
+		req:         func(r *wire.EvaluateRequest) { r.Nodes[0].State = nil },
+		want:        indeterminate(guard.ReasonEvidenceMissing),
+		wantMessage: "no NodeSecurityState",
+	}, {
+		name: "evidence of another node with the same name",
+		req:  withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.NodeUID = "uid-old" }),
+		want: indeterminate(guard.ReasonEvidenceNodeMismatch),
+	}, {
+		name: "node UID unknown to the caller is not compared",
+		req:  func(r *wire.EvaluateRequest) { r.Nodes[0].UID = "" },
+		want: allow(),
+	}, {
+		name:        "production never accepts mock",
+		req:         withState(source(v1alpha1.SourceMock)),
+		want:        indeterminate(guard.ReasonSourceNotAccepted),
+		wantMessage: "production profile never accepts it",
+	}, {
+		name:        "lab accepts mock as simulated integration",
+		profile:     guard.ProfileLab,
+		req:         withState(source(v1alpha1.SourceMock)),
+		want:        allow(guard.ReasonSimulatedEvidence),
+		wantMessage: "proves integration, not isolation",
+	}, {
+		name:    "a lab evaluator honours a request for production",
+		profile: guard.ProfileLab,
+		req: both(withState(source(v1alpha1.SourceMock)),
+			func(r *wire.EvaluateRequest) { r.Profile = guard.ProfileProduction }),
+		want: indeterminate(guard.ReasonSourceNotAccepted),
+	}, {
+		name: "a production evaluator ignores a request for lab",
+		req: both(withState(source(v1alpha1.SourceMock)),
+			func(r *wire.EvaluateRequest) { r.Profile = guard.ProfileLab }),
+		want: indeterminate(guard.ReasonSourceNotAccepted),
+	}, {
+		name:    "an unknown requested profile is production",
+		profile: guard.ProfileLab,
+		req: both(withState(source(v1alpha1.SourceMock)),
+			func(r *wire.EvaluateRequest) { r.Profile = "relaxed" }),
+		want: indeterminate(guard.ReasonSourceNotAccepted),
+	}, {
+		name: "source the policy does not list",
+		req: both(withState(source(v1alpha1.SourceAttested)), withPolicy(func(p *v1alpha1.PlacementPolicySpec) {
+			p.Evidence.AcceptedSources = []v1alpha1.EvidenceSource{v1alpha1.SourceNFD}
+		})),
+		want:        indeterminate(guard.ReasonSourceNotAccepted),
+		wantMessage: "source attested is not among the accepted sources [nfd] of policy strict",
+	}, {
+		name: "unknown source",
+		req:  withState(source("rumour")),
+		want: indeterminate(guard.ReasonSourceNotAccepted),
+	}, {
+		name: "empty source",
+		req:  withState(source("")),
+		want: indeterminate(guard.ReasonSourceNotAccepted),
+	}, {
+		name:        "stale evidence",
+		req:         withState(observed(11 * time.Minute)),
+		want:        indeterminate(guard.ReasonEvidenceStale),
+		wantMessage: "observed 11m0s ago, more than maxAge 10m0s",
+	}, {
+		name: "evidence exactly maxAge old is fresh",
+		req:  withState(observed(10 * time.Minute)),
+		want: allow(),
+	}, {
+		name: "maxAge defaults to 10m",
+		req: both(withState(observed(10*time.Minute+time.Second)),
+			withPolicy(func(p *v1alpha1.PlacementPolicySpec) { p.Evidence.MaxAge = nil })),
+		want: indeterminate(guard.ReasonEvidenceStale),
+	}, {
+		name: "evidence without observedAt is stale",
+		req:  withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.ObservedAt.Time = time.Time{} }),
+		want: indeterminate(guard.ReasonEvidenceStale),
+	}, {
+		name:        "evidence from the future",
+		req:         withState(observed(-time.Minute)),
+		want:        indeterminate(guard.ReasonClockSkew),
+		wantMessage: "1m0s in the future",
+	}, {
+		name: "evidence slightly ahead within the clock skew",
+		req:  withState(observed(-20 * time.Second)),
+		want: allow(),
+	}, {
+		name:        "publisher marked the evidence incomplete",
+		req:         withState(incomplete),
+		want:        indeterminate(guard.ReasonEvidenceIncomplete),
+		wantMessage: "marked the evidence incomplete",
+	}, {
+		name:        "sharing mode unknown while the policy restricts sharing",
+		req:         withState(allDevices(func(d *v1alpha1.GPUDevice) { d.SharingMode = "" })),
+		want:        indeterminate(guard.ReasonEvidenceIncomplete),
+		wantMessage: "devices[gpu-0].sharingMode, devices[gpu-1].sharingMode",
+	}, {
+		name: "sharing mode unknown does not matter without sharing rules",
+		req: both(withState(allDevices(func(d *v1alpha1.GPUDevice) { d.SharingMode = "" })),
+			withPolicy(func(p *v1alpha1.PlacementPolicySpec) { p.GPUSharing = &v1alpha1.GPUSharingPolicy{} })),
+		want: allow(),
+	}, {
+		name:        "CC mode unknown while the policy requires one",
+		req:         withState(allDevices(func(d *v1alpha1.GPUDevice) { d.CCMode = "" })),
+		want:        indeterminate(guard.ReasonEvidenceIncomplete),
+		wantMessage: "devices[gpu-0].ccMode",
+	}, {
+		name:        "measurement unknown while the policy lists measurements",
+		req:         withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE.Measurement = "" }),
+		want:        indeterminate(guard.ReasonEvidenceIncomplete),
+		wantMessage: "tee.measurement",
+	}, {
+		name: "unknown TEE type is a missing fact",
+		req:  withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE.Type = "Enclave9" }),
+		want: indeterminate(guard.ReasonEvidenceIncomplete),
+	}, {
+		name: "every admissibility problem is reported, in a fixed order",
+		req: withState(source(v1alpha1.SourceMock), observed(time.Hour), incomplete,
+			func(s *v1alpha1.NodeSecurityStateSpec) { s.NodeUID = "uid-old" }),
+		want: indeterminate(guard.ReasonEvidenceNodeMismatch, guard.ReasonSourceNotAccepted,
+			guard.ReasonEvidenceStale, guard.ReasonEvidenceIncomplete),
+	}, {
+		name: "stale evidence is indeterminate even when it shows a violation",
+		req: withState(observed(time.Hour),
+			allDevices(func(d *v1alpha1.GPUDevice) { d.SharingMode = v1alpha1.SharingTimeSlicing })),
+		want: indeterminate(guard.ReasonEvidenceStale),
+	}}
+}
+
+func consistencyRulesCases() []ruleCase {
+	second := func(f func(*v1alpha1.GPUDevice)) func(*wire.EvaluateRequest) {
+		return withState(func(s *v1alpha1.NodeSecurityStateSpec) { f(&s.Devices[1]) })
+	}
+	return []ruleCase{{
+		name:        "devices disagree on sharing mode",
+		req:         second(func(d *v1alpha1.GPUDevice) { d.SharingMode = v1alpha1.SharingTimeSlicing }),
+		want:        indeterminate(guard.ReasonMixedPool),
+		wantMessage: "disagree on sharingMode: gpu-0 has Exclusive, gpu-1 has TimeSlicing",
+	}, {
+		name: "devices disagree on MIG profile",
+		req: both(withState(allDevices(func(d *v1alpha1.GPUDevice) {
+			d.SharingMode, d.MIGProfile = v1alpha1.SharingMIG, "1g.10gb"
+		})), second(func(d *v1alpha1.GPUDevice) { d.SharingMode, d.MIGProfile = v1alpha1.SharingMIG, "3g.40gb" })),
+		want: indeterminate(guard.ReasonMixedPool),
+	}, {
+		name: "devices disagree on CC mode",
+		req:  second(func(d *v1alpha1.GPUDevice) { d.CCMode = v1alpha1.CCModeDevTools }),
+		want: indeterminate(guard.ReasonMixedPool),
+	}, {
+		name: "devices of different models agree on what the rules judge",
+		req:  second(func(d *v1alpha1.GPUDevice) { d.Model = "A100" }),
+		want: allow(),
+	}, {
+		name: "a node without GPUs has nothing to disagree on or share",
+		req:  withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.Devices = nil }),
+		want: allow(),
+	}}
+}
+
+func sharingRulesCases() []ruleCase {
+	mode := func(m v1alpha1.GPUSharingMode) func(*wire.EvaluateRequest) {
+		return withState(allDevices(func(d *v1alpha1.GPUDevice) { d.SharingMode = m }))
+	}
+	allowOnly := func(modes ...v1alpha1.GPUSharingMode) func(*wire.EvaluateRequest) {
+		return withPolicy(func(p *v1alpha1.PlacementPolicySpec) {
+			p.GPUSharing = &v1alpha1.GPUSharingPolicy{AllowedModes: modes}
+		})
+	}
+	return []ruleCase{{
+		name:        "time-slicing forbidden",
+		req:         mode(v1alpha1.SharingTimeSlicing),
+		want:        deny(guard.ReasonTimeSlicingForbidden),
+		wantMessage: "2 GPU(s) are shared by TimeSlicing and policy strict forbids it",
+	}, {
+		name: "MPS forbidden",
+		req:  mode(v1alpha1.SharingMPS),
+		want: deny(guard.ReasonMPSForbidden),
+	}, {
+		name: "MIG not among the allowed modes",
+		req:  both(mode(v1alpha1.SharingMIG), allowOnly(v1alpha1.SharingExclusive)),
+		want: deny(guard.ReasonMIGForbidden),
+	}, {
+		name:        "exclusive not among the allowed modes",
+		req:         allowOnly(v1alpha1.SharingMIG),
+		want:        deny(guard.ReasonExclusiveForbidden),
+		wantMessage: "allows only [MIG]",
+	}, {
+		name: "time-slicing not among the allowed modes",
+		req:  both(mode(v1alpha1.SharingTimeSlicing), allowOnly(v1alpha1.SharingExclusive, v1alpha1.SharingMIG)),
+		want: deny(guard.ReasonTimeSlicingForbidden),
+	}, {
+		name: "MIG allowed",
+		req: both(withState(allDevices(func(d *v1alpha1.GPUDevice) {
+			d.SharingMode, d.MIGProfile = v1alpha1.SharingMIG, "1g.10gb"
+		})), allowOnly(v1alpha1.SharingMIG)),
+		want: allow(),
+	}, {
+		name: "no sharing rules allow any mode",
+		req: both(mode(v1alpha1.SharingTimeSlicing),
+			withPolicy(func(p *v1alpha1.PlacementPolicySpec) { p.GPUSharing = nil })),
+		want: allow(),
+	}}
+}
+
+func confidentialComputingRulesCases() []ruleCase {
+	attestation := func(f func(*v1alpha1.Attestation)) func(*wire.EvaluateRequest) {
+		return withState(func(s *v1alpha1.NodeSecurityStateSpec) { f(s.TEE.Attestation) })
+	}
+	return []ruleCase{{
+		name:        "GPU CC mode differs",
+		req:         withState(allDevices(func(d *v1alpha1.GPUDevice) { d.CCMode = v1alpha1.CCModeOff })),
+		want:        deny(guard.ReasonCCModeMismatch),
+		wantMessage: "CC mode Off, policy strict requires On",
+	}, {
+		name: "no TEE",
+		req:  withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE = nil }),
+		want: deny(guard.ReasonTEEMissing),
+	}, {
+		name: "attestation alone requires a TEE",
+		req: both(withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE = nil }),
+			withPolicy(func(p *v1alpha1.PlacementPolicySpec) {
+				p.ConfidentialComputing = &v1alpha1.ConfidentialComputingPolicy{RequireAttestation: true}
+			})),
+		want: deny(guard.ReasonTEEMissing),
+	}, {
+		name: "no TEE needed when the policy only sets a GPU CC mode",
+		req: both(withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE = nil }),
+			withPolicy(func(p *v1alpha1.PlacementPolicySpec) {
+				p.ConfidentialComputing = &v1alpha1.ConfidentialComputingPolicy{GPUCCMode: v1alpha1.CCModeOn}
+			})),
+		want: allow(),
+	}, {
+		name:        "TEE type not allowed",
+		req:         withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE.Type = v1alpha1.TEESGX }),
+		want:        deny(guard.ReasonTEETypeNotAllowed),
+		wantMessage: "TEE is SGX, policy strict allows [SEV-SNP TDX]",
+	}, {
+		name: "launch measurement not allowed",
+		req:  withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE.Measurement = measurementB }),
+		want: deny(guard.ReasonMeasurementNotAllowed),
+	}, {
+		name: "attestation missing",
+		req:  withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE.Attestation = nil }),
+		want: indeterminate(guard.ReasonAttestationMissing),
+	}, {
+		name: "attestation with an unknown verdict counts as missing",
+		req:  attestation(func(a *v1alpha1.Attestation) { a.Verdict = "Maybe" }),
+		want: indeterminate(guard.ReasonAttestationMissing),
+	}, {
+		name: "attestation failed",
+		req:  attestation(func(a *v1alpha1.Attestation) { a.Verdict = v1alpha1.AttestationFailed }),
+		want: deny(guard.ReasonAttestationFailed),
+	}, {
+		name:        "attestation stale",
+		req:         attestation(func(a *v1alpha1.Attestation) { a.VerifiedAt = ago(2 * time.Hour) }),
+		want:        indeterminate(guard.ReasonAttestationStale),
+		wantMessage: "more than maxAttestationAge 1h0m0s",
+	}, {
+		name: "attestation age defaults to 1h",
+		req: both(attestation(func(a *v1alpha1.Attestation) { a.VerifiedAt = ago(61 * time.Minute) }),
+			withPolicy(func(p *v1alpha1.PlacementPolicySpec) { p.ConfidentialComputing.MaxAttestationAge = nil })),
+		want: indeterminate(guard.ReasonAttestationStale),
+	}, {
+		name: "attestation without a time is stale",
+		req:  attestation(func(a *v1alpha1.Attestation) { a.VerifiedAt.Time = time.Time{} }),
+		want: indeterminate(guard.ReasonAttestationStale),
+	}, {
+		name: "attestation from the future",
+		req:  attestation(func(a *v1alpha1.Attestation) { a.VerifiedAt = ago(-time.Hour) }),
+		want: indeterminate(guard.ReasonClockSkew),
+	}, {
+		name: "attestation is not checked unless required",
+		req: both(withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE.Attestation = nil }),
+			withPolicy(func(p *v1alpha1.PlacementPolicySpec) {
+				p.ConfidentialComputing.RequireAttestation, p.ConfidentialComputing.MaxAttestationAge = false, nil
+			})),
+		want: allow(),
+	}}
+}
+
+func contentRulesCombineCases() []ruleCase {
+	return []ruleCase{{
+		name: "every violation is reported, in rule order",
+		req: withState(
+			allDevices(func(d *v1alpha1.GPUDevice) {
+				d.SharingMode, d.CCMode = v1alpha1.SharingTimeSlicing, v1alpha1.CCModeOff
+			}),
+			func(s *v1alpha1.NodeSecurityStateSpec) {
+				s.TEE.Type, s.TEE.Measurement = v1alpha1.TEESGX, measurementB
+				s.TEE.Attestation.Verdict = v1alpha1.AttestationFailed
+			}),
+		want: deny(guard.ReasonTimeSlicingForbidden, guard.ReasonCCModeMismatch, guard.ReasonTEETypeNotAllowed,
+			guard.ReasonMeasurementNotAllowed, guard.ReasonAttestationFailed),
+	}, {
+		name: "a violation outweighs a doubt",
+		req: withState(func(s *v1alpha1.NodeSecurityStateSpec) {
+			s.TEE.Measurement = measurementB
+			s.TEE.Attestation.VerifiedAt = ago(3 * time.Hour)
+		}),
+		want: deny(guard.ReasonMeasurementNotAllowed, guard.ReasonAttestationStale),
+	}, {
+		name:    "a violation on mock evidence in lab is not marked simulated",
+		profile: guard.ProfileLab,
+		req: withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.Source = v1alpha1.SourceMock },
+			allDevices(func(d *v1alpha1.GPUDevice) { d.SharingMode = v1alpha1.SharingTimeSlicing })),
+		want: deny(guard.ReasonTimeSlicingForbidden),
+	}, {
+		name: "a policy with only evidence rules",
+		req: withPolicy(func(p *v1alpha1.PlacementPolicySpec) {
+			p.GPUSharing, p.ConfidentialComputing = nil, nil
+		}),
+		want: allow(),
+	}}
+}

@@ -1,0 +1,19 @@
+// Package strictjson decodes JSON into Go values more strictly than
+// encoding/json, and says where a document went wrong.
+//
+// The evaluator's callers are programs, so a request that does not match the
+// wire types exactly is a bug worth reporting, not something to guess around.
+// Compared with encoding/json, this decoder:
+//
+//   - rejects unknown fields, duplicate keys, keys that differ only in case,
+//     invalid UTF-8, lone surrogate escapes, null where no pointer, slice or
+//     map can hold it, and any data after the top-level value;
+//   - reports every error with the field path in the document, in the form
+//     the API machinery uses: nodes[3].state.observedAt;
+//   - decodes metav1.Time and metav1.Duration itself rather than through
+//     their UnmarshalJSON methods, with the same results, so that large
+//     requests avoid thousands of nested decoder runs.
+//
+// Whatever it accepts, encoding/json accepts too and decodes to the same
+// value; the fuzz test checks that.
+package strictjson

@@ -1,0 +1,157 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/internal/strictjson"
+)
+
+// maxReportedErrors bounds how many field errors one answer lists, so that
+// a request with thousands of bad nodes gets a short answer.
+const maxReportedErrors = 20
+
+// RequestError says why a request body was refused, field by field.
+type RequestError struct {
+	// Errors lists the problems; Field is empty for a problem with the body
+	// as a whole, such as trailing data.
+	Errors []FieldError
+	// Omitted counts further problems that were not listed.
+	Omitted int
+}
+
+// Error joins the problems, as in "nodes[3].state.observedAt: Required value".
+func (e *RequestError) Error() string {
+	parts := make([]string, 0, len(e.Errors)+1)
+	for _, fe := range e.Errors {
+		if fe.Field == "" {
+			parts = append(parts, fe.Detail)
+		} else {
+			parts = append(parts, fe.Field+": "+fe.Detail)
+		}
+	}
+	if e.Omitted > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", e.Omitted))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Response renders the error as the body of a 400 answer.
+func (e *RequestError) Response() ErrorResponse {
+	return ErrorResponse{Message: e.Error(), Errors: e.Errors}
+}
+
+// Limits bound what one request may hold.
+type Limits struct {
+	// MaxNodes is the most nodes one request may carry; 0 means no limit.
+	MaxNodes int
+}
+
+// DecodeEvaluateRequest decodes and validates a request body. A malformed
+// body yields a *RequestError that names the offending field; any other
+// error is the server's fault.
+func DecodeEvaluateRequest(body []byte, limits Limits) (*EvaluateRequest, error) {
+	var req EvaluateRequest
+	if err := strictjson.Unmarshal(body, &req); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) {
+			detail := se.Msg
+			if se.Path == "" {
+				detail = se.Error()
+			}
+			return nil, &RequestError{Errors: []FieldError{{Field: se.Path, Detail: detail}}}
+		}
+		return nil, fmt.Errorf("decoding request: %w", err)
+	}
+	if errs := req.Validate(limits); len(errs) > 0 {
+		return nil, newRequestError(errs)
+	}
+	return &req, nil
+}
+
+func newRequestError(errs field.ErrorList) *RequestError {
+	re := &RequestError{}
+	for i, e := range errs {
+		if i == maxReportedErrors {
+			re.Omitted = len(errs) - i
+			break
+		}
+		re.Errors = append(re.Errors, FieldError{Field: e.Field, Detail: e.ErrorBody()})
+	}
+	return re
+}
+
+// Validate checks a decoded request: the same rules as the CRDs for the
+// policy and the evidence, plus the request's own.
+func (r *EvaluateRequest) Validate(limits Limits) field.ErrorList {
+	var errs field.ErrorList
+	if r.Profile != "" && !r.Profile.IsValid() {
+		errs = append(errs, field.NotSupported(field.NewPath("profile"), r.Profile, profileNames()))
+	}
+	pod := field.NewPath("pod")
+	errs = append(errs, validateName(pod.Child("namespace"), r.Pod.Namespace, 63, true)...)
+	errs = append(errs, validateName(pod.Child("name"), r.Pod.Name, 253, false)...)
+	if t := r.Tenant; t != nil {
+		p := field.NewPath("tenant")
+		errs = append(errs, validateName(p.Child("id"), t.ID, 63, true)...)
+		errs = append(errs, validateName(p.Child("pool"), t.Pool, 63, false)...)
+	}
+	if pol := r.Policy; pol != nil {
+		p := field.NewPath("policy")
+		errs = append(errs, validateName(p.Child("name"), pol.Name, 253, true)...)
+		errs = append(errs, v1alpha1.ValidatePlacementPolicySpec(&pol.Spec, p.Child("spec"))...)
+	}
+	nodes := field.NewPath("nodes")
+	if limits.MaxNodes > 0 && len(r.Nodes) > limits.MaxNodes {
+		return append(errs, field.TooMany(nodes, len(r.Nodes), limits.MaxNodes))
+	}
+	seen := make(map[string]struct{}, len(r.Nodes))
+	for i := range r.Nodes {
+		n := &r.Nodes[i]
+		errs = append(errs, validateNode(n, nodes, i)...)
+		if _, dup := seen[n.Name]; dup {
+			errs = append(errs, field.Duplicate(nodes.Index(i).Child("name"), n.Name))
+		}
+		seen[n.Name] = struct{}{}
+	}
+	return errs
+}
+
+// validateNode builds field paths only when something is wrong: requests
+// with thousands of valid nodes are the common case.
+func validateNode(n *Node, nodes *field.Path, i int) field.ErrorList {
+	var errs field.ErrorList
+	if n.Name == "" || len(n.Name) > 253 || len(n.UID) > 128 || len(n.Pool) > 63 {
+		p := nodes.Index(i)
+		errs = append(errs, validateName(p.Child("name"), n.Name, 253, true)...)
+		errs = append(errs, validateName(p.Child("uid"), string(n.UID), 128, false)...)
+		errs = append(errs, validateName(p.Child("pool"), n.Pool, 63, false)...)
+	}
+	if n.State != nil {
+		errs = append(errs, v1alpha1.ValidateNodeSecurityStateSpec(n.State, nodes.Index(i).Child("state"))...)
+	}
+	return errs
+}
+
+func validateName(path *field.Path, s string, maxLen int, required bool) field.ErrorList {
+	switch {
+	case s == "" && required:
+		return field.ErrorList{field.Required(path, "")}
+	case len(s) > maxLen:
+		return field.ErrorList{field.TooLong(path, s, maxLen)}
+	}
+	return nil
+}
+
+func profileNames() []string {
+	names := make([]string, 0, 2)
+	for _, p := range guard.Profiles {
+		names = append(names, string(p))
+	}
+	return names
+}
