@@ -1,0 +1,186 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/core/internal/strictjson"
+	"github.com/xila-guard/xila-guard/components/core/wire"
+)
+
+// DefaultMaxResponseBytes bounds the size of an answer; a 10,000-node
+// answer is far below it.
+const DefaultMaxResponseBytes = 64 << 20
+
+// maxErrorBodyBytes bounds how much of an error answer is read.
+const maxErrorBodyBytes = 16 << 10
+
+// requestBuffers recycles encoded requests, which reach megabytes for
+// large pools.
+var requestBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// pooledBody returns its buffer to requestBuffers when the transport closes
+// it, which the transport does once it will read no more, possibly after
+// Do has returned.
+type pooledBody struct {
+	*bytes.Reader
+	buf  *[]byte
+	once sync.Once
+}
+
+func (b *pooledBody) Close() error {
+	b.once.Do(func() {
+		*b.buf = (*b.buf)[:0]
+		requestBuffers.Put(b.buf)
+	})
+	return nil
+}
+
+// Client calls one evaluator. It is safe for concurrent use.
+type Client struct {
+	endpoint         string
+	http             *http.Client
+	timeout          time.Duration
+	maxResponseBytes int64
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithTimeout bounds every call; the default is guard.DefaultEvalTimeout.
+// A deadline on the caller's context still applies when it is sooner.
+func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
+
+// WithHTTPClient sets the HTTP client, e.g. to configure TLS. Its own
+// Timeout, if any, applies on top of the call's.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
+
+// WithMaxResponseBytes bounds the size of an answer.
+func WithMaxResponseBytes(n int64) Option { return func(c *Client) { c.maxResponseBytes = n } }
+
+// New returns a client for the evaluator at baseURL, such as
+// guard.DefaultCoreURL.
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("invalid evaluator URL %q: %w", baseURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("invalid evaluator URL %q: want http(s)://host[:port]", baseURL)
+	}
+	c := &Client{
+		endpoint:         u.JoinPath(wire.EvaluatePath).String(),
+		timeout:          guard.DefaultEvalTimeout,
+		maxResponseBytes: DefaultMaxResponseBytes,
+	}
+	for _, opt := range opts {
+		opt(c)
+	}
+	if c.http == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// Schedulers call from many goroutines; keep enough idle
+		// connections that a burst does not dial afresh.
+		t.MaxIdleConnsPerHost = 32
+		c.http = &http.Client{Transport: t}
+	}
+	if c.timeout <= 0 {
+		return nil, fmt.Errorf("evaluator timeout must be positive, got %s", c.timeout)
+	}
+	return c, nil
+}
+
+// Evaluate asks the evaluator about req. It returns an error, never a
+// partial answer, unless every requested node has exactly one valid result.
+func (c *Client) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*Evaluation, error) {
+	if err := checkRequest(req); err != nil {
+		return nil, err
+	}
+	buf := requestBuffers.Get().(*[]byte)
+	*buf = wire.AppendRequest((*buf)[:0], req)
+	body := &pooledBody{Reader: bytes.NewReader(*buf), buf: buf}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, body)
+	if err != nil {
+		body.Close()
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	hreq.ContentLength = int64(len(*buf))
+	hreq.Header.Set("Content-Type", wire.ContentType)
+	hreq.Header.Set("Accept", wire.ContentType)
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return nil, transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, statusError(resp)
+	}
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != wire.ContentType {
+		return nil, fmt.Errorf("%w: content type %q, want %s", ErrMalformedResponse, resp.Header.Get("Content-Type"), wire.ContentType)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxResponseBytes+1))
+	if err != nil {
+		return nil, transportError(ctx, err)
+	}
+	if int64(len(data)) > c.maxResponseBytes {
+		return nil, fmt.Errorf("%w: answer exceeds %d bytes", ErrMalformedResponse, c.maxResponseBytes)
+	}
+	// Strict decoding, except that fields added by a newer evaluator are
+	// skipped: duplicate keys or a null decision must not slip through.
+	var out wire.EvaluateResponse
+	if err := strictjson.Unmarshal(data, &out, strictjson.IgnoreUnknownFields()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformedResponse, err)
+	}
+	return newEvaluation(req, &out)
+}
+
+// transportError classifies a failed round trip. A deadline, the call's or
+// the caller's, is a timeout; everything else means unreachable.
+func transportError(ctx context.Context, err error) error {
+	var ne net.Error
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout()) {
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+func statusError(resp *http.Response) error {
+	se := &StatusError{Code: resp.StatusCode}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
+	var body wire.ErrorResponse
+	if json.Unmarshal(data, &body) == nil {
+		se.Message = body.Message
+	}
+	return se
+}
+
+func checkRequest(req *wire.EvaluateRequest) error {
+	if req == nil {
+		return fmt.Errorf("%w: nil request", ErrInvalidRequest)
+	}
+	seen := make(map[string]struct{}, len(req.Nodes))
+	for i := range req.Nodes {
+		name := req.Nodes[i].Name
+		if name == "" {
+			return fmt.Errorf("%w: nodes[%d] has no name", ErrInvalidRequest, i)
+		}
+		if _, dup := seen[name]; dup {
+			return fmt.Errorf("%w: node %q is listed twice", ErrInvalidRequest, name)
+		}
+		seen[name] = struct{}{}
+	}
+	return nil
+}

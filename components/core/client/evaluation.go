@@ -1,0 +1,84 @@
+package client
+
+import (
+	"fmt"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/core/wire"
+)
+
+// Evaluation is an answer that matches its request: one valid result per
+// requested node.
+type Evaluation struct {
+	// Profile is the profile the evaluator applied.
+	Profile guard.Profile
+	// Pod is the node-independent verdict.
+	Pod wire.Verdict
+	// Results holds one result per requested node, in request order.
+	Results []wire.NodeResult
+
+	byNode map[string]int
+}
+
+// Node returns the result for the named node, and false for a node that was
+// not requested.
+func (e *Evaluation) Node(name string) (wire.NodeResult, bool) {
+	i, ok := e.byNode[name]
+	if !ok {
+		return wire.NodeResult{}, false
+	}
+	return e.Results[i], true
+}
+
+// Allowed reports whether the evaluator explicitly allowed the named node.
+// It is false for any other decision and for a node that was not requested.
+func (e *Evaluation) Allowed(name string) bool {
+	r, ok := e.Node(name)
+	return ok && r.Decision == guard.DecisionAllow
+}
+
+// newEvaluation checks an answer against its request. Anything that does
+// not add up is an ErrMalformedResponse, so that a confused or hostile
+// server cannot turn a refusal into an allow.
+func newEvaluation(req *wire.EvaluateRequest, resp *wire.EvaluateResponse) (*Evaluation, error) {
+	if !resp.Profile.IsValid() {
+		return nil, fmt.Errorf("%w: unknown profile %q", ErrMalformedResponse, resp.Profile)
+	}
+	if req.Profile == guard.ProfileProduction && resp.Profile != guard.ProfileProduction {
+		return nil, fmt.Errorf("%w: asked for the production profile, got %q", ErrMalformedResponse, resp.Profile)
+	}
+	if !resp.Pod.Decision.IsValid() {
+		return nil, fmt.Errorf("%w: pod decision %q is not allow, deny or indeterminate", ErrMalformedResponse, resp.Pod.Decision)
+	}
+	ev := &Evaluation{
+		Profile: resp.Profile,
+		Pod:     resp.Pod,
+		Results: make([]wire.NodeResult, len(req.Nodes)),
+		byNode:  make(map[string]int, len(req.Nodes)),
+	}
+	for i := range req.Nodes {
+		ev.byNode[req.Nodes[i].Name] = i
+	}
+	filled := make([]bool, len(req.Nodes))
+	for _, r := range resp.Results {
+		i, ok := ev.byNode[r.Node]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: result for node %q, which was not requested", ErrMalformedResponse, r.Node)
+		case filled[i]:
+			return nil, fmt.Errorf("%w: two results for node %q", ErrMalformedResponse, r.Node)
+		case !r.Decision.IsValid():
+			return nil, fmt.Errorf("%w: node %q: decision %q is not allow, deny or indeterminate", ErrMalformedResponse, r.Node, r.Decision)
+		case r.Decision == guard.DecisionAllow && resp.Pod.Decision != guard.DecisionAllow:
+			return nil, fmt.Errorf("%w: node %q allowed although the pod is refused", ErrMalformedResponse, r.Node)
+		}
+		filled[i] = true
+		ev.Results[i] = r
+	}
+	for i, ok := range filled {
+		if !ok {
+			return nil, fmt.Errorf("%w: no result for node %q", ErrMalformedResponse, req.Nodes[i].Name)
+		}
+	}
+	return ev, nil
+}
