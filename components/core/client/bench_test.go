@@ -1,0 +1,58 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/xila-guard/xila-guard/components/core/evaluate"
+	"github.com/xila-guard/xila-guard/components/core/internal/benchdata"
+	"github.com/xila-guard/xila-guard/components/core/internal/server"
+	"github.com/xila-guard/xila-guard/components/core/wire"
+)
+
+// BenchmarkEvaluateHTTP measures what a caller sees: the client encodes the
+// request, the real server decodes, evaluates and encodes over loopback,
+// and the client decodes and checks the answer. It reports p50 and p99.
+func BenchmarkEvaluateHTTP(b *testing.B) {
+	ev, err := evaluate.New(evaluate.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Evaluator: ev, MaxRequestBytes: 64 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	c, err := New(hs.URL, WithTimeout(10*time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, gpus := range benchdata.GPUsPerNode {
+		for _, nodes := range []int{1, 100, 5000} {
+			b.Run(fmt.Sprintf("gpus=%d/nodes=%d", gpus, nodes), func(b *testing.B) {
+				benchmarkRoundTrip(b, c, benchdata.Request(nodes, gpus, time.Now()))
+			})
+		}
+	}
+}
+
+// benchmarkRoundTrip sends req repeatedly and reports latency percentiles.
+func benchmarkRoundTrip(b *testing.B, c *Client, req *wire.EvaluateRequest) {
+	var took []time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		if _, err := c.Evaluate(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(took[(len(took)*99)/100].Microseconds()), "p99-µs")
+}

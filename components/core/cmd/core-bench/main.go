@@ -1,0 +1,23 @@
+// Command core-bench measures xila-guard-core's latency over HTTP: it sends
+// many requests of each size, one after another or from several workers,
+// and prints p50, p90, p99 and the maximum. Without --url it starts an
+// evaluator on loopback in the same process.
+//
+//	core-bench --nodes 1,100,5000 --requests 2000
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "core-bench: %v\n", err)
+		os.Exit(1)
+	}
+}
