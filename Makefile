@@ -10,7 +10,9 @@ include hack/versions.env
 BIN := $(CURDIR)/_output/bin
 ENVTEST_ASSETS := $(CURDIR)/_output/envtest
 KIND_KUBECONFIG ?= $(CURDIR)/_output/kubeconfig
-export KIND_KUBECONFIG
+# One version for every image and binary of this run.
+XG_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+export KIND_KUBECONFIG XG_VERSION
 # Go modules of the workspace (go.work), and the GOWORK=off tool module.
 MODULES := $(shell go work edit -json | sed -n 's/.*"DiskPath": "\.\/\(.*\)".*/\1/p')
 GO_PACKAGES := $(addsuffix /...,$(addprefix ./,$(MODULES)))
@@ -64,7 +66,7 @@ integration: envtest ## Integration tests against a real kube-apiserver and etcd
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -tags integration -count=1 -run Integration $(GO_PACKAGES)
 
 e2e: tools images kind-image ## End-to-end suite on a kind cluster (KEEP_CLUSTER=1 keeps it).
-	XG_BIN=$(BIN) XG_IMAGE_TAG=$$(source hack/lib.sh && echo $$XG_VERSION) NODE_IMAGE=$(NODE_IMAGE) \
+	XG_BIN=$(BIN) XG_IMAGE_TAG=$(XG_VERSION) NODE_IMAGE=$(NODE_IMAGE) AGNHOST_IMAGE=$(AGNHOST_IMAGE) \
 	  go test -tags e2e -count=1 -timeout 60m -v ./e2e/...
 
 ##@ Code health
