@@ -136,9 +136,7 @@ func (c *Compiler) direction(policies []int, egress bool, pod *podInfo) (rules.R
 		p := c.policies[i]
 		if egress {
 			for ri := range p.to {
-				for _, ct := range c.resolve(p, &p.to[ri], true).egress {
-					b.Add(ct.prefix, ct.ports)
-				}
+				b.AddSortedEntries(c.resolve(p, &p.to[ri], true).egress)
 			}
 			continue
 		}
@@ -148,9 +146,7 @@ func (c *Compiler) direction(policies []int, egress bool, pod *podInfo) (rules.R
 			if !r.allPorts {
 				ports = rules.Union(r.numeric, resolveNamed(r.named, pod))
 			}
-			for _, prefix := range c.resolve(p, r, false).prefixes {
-				b.Add(prefix, ports)
-			}
+			b.AddSorted(c.resolve(p, r, false).prefixes, ports)
 		}
 	}
 	if !egress {

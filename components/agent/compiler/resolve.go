@@ -10,12 +10,6 @@ import (
 // families, inside or outside the cluster.
 var everything = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
 
-// contribution lets the addresses of prefix use ports.
-type contribution struct {
-	prefix netip.Prefix
-	ports  rules.PortSet
-}
-
 // peerTarget is a pod that a rule's peers reach, with the addresses by which
 // they reach it: all of them through a selector, only those inside the
 // block through an ipBlock.
@@ -27,10 +21,12 @@ type peerTarget struct {
 // resolvedRule is what a rule's peers resolve to; it does not depend on the
 // pod the rule protects, so it is computed once per rule.
 type resolvedRule struct {
+	// prefixes are every address the peers cover, sorted for
+	// rules.Builder.AddSorted.
 	prefixes []netip.Prefix
 	// egress holds the rule's complete egress contributions, including
-	// named ports resolved against each destination pod.
-	egress []contribution
+	// named ports resolved against each destination pod, sorted.
+	egress []rules.Entry
 }
 
 func (c *Compiler) resolve(p *policy, r *rule, egress bool) *resolvedRule {
@@ -64,8 +60,9 @@ func (c *Compiler) resolve(p *policy, r *rule, egress bool) *resolvedRule {
 		}
 	}
 	if egress {
-		res.egress = egressContributions(r, res.prefixes, targets)
+		res.egress = rules.SortEntries(egressContributions(r, res.prefixes, targets))
 	}
+	res.prefixes = rules.SortPrefixes(res.prefixes)
 	c.resolved[key] = res
 	return res
 }
@@ -99,7 +96,7 @@ func containsAny(ps []netip.Prefix, a netip.Addr) bool {
 
 // egressContributions: numeric ports apply to every peer address; a named
 // port means, for each destination pod, that pod's own port of that name.
-func egressContributions(r *rule, prefixes []netip.Prefix, targets []peerTarget) []contribution {
+func egressContributions(r *rule, prefixes []netip.Prefix, targets []peerTarget) []rules.Entry {
 	if r.allPorts {
 		return withPorts(prefixes, rules.AnyPort)
 	}
@@ -110,19 +107,19 @@ func egressContributions(r *rule, prefixes []netip.Prefix, targets []peerTarget)
 			continue
 		}
 		for _, ip := range t.ips {
-			out = append(out, contribution{prefix: netip.PrefixFrom(ip, ip.BitLen()), ports: ports})
+			out = append(out, rules.Entry{Prefix: netip.PrefixFrom(ip, ip.BitLen()), Ports: ports})
 		}
 	}
 	return out
 }
 
-func withPorts(prefixes []netip.Prefix, ports rules.PortSet) []contribution {
+func withPorts(prefixes []netip.Prefix, ports rules.PortSet) []rules.Entry {
 	if ports.Empty() {
 		return nil
 	}
-	out := make([]contribution, 0, len(prefixes))
+	out := make([]rules.Entry, 0, len(prefixes))
 	for _, p := range prefixes {
-		out = append(out, contribution{prefix: p, ports: ports})
+		out = append(out, rules.Entry{Prefix: p, Ports: ports})
 	}
 	return out
 }

@@ -100,6 +100,25 @@ func (s PortSet) Normalize() PortSet {
 	return PortSet{Ranges: slices.Clip(out)}
 }
 
+// normalized reports whether Normalize would return s unchanged.
+func (s PortSet) normalized() bool {
+	if s.Any {
+		return s.Ranges == nil
+	}
+	for i := 1; i < len(s.Ranges); i++ {
+		a, b := s.Ranges[i-1], s.Ranges[i]
+		if a.Protocol > b.Protocol || (a.Protocol == b.Protocol && uint32(b.First) <= uint32(a.Last)+1) {
+			return false
+		}
+	}
+	for _, r := range s.Ranges {
+		if r.First > r.Last {
+			return false
+		}
+	}
+	return true
+}
+
 // Union returns the normalized set of everything a or b allows.
 func Union(a, b PortSet) PortSet {
 	switch {

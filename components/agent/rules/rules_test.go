@@ -173,3 +173,29 @@ func TestRuleSetAllowsLongestPrefix(t *testing.T) {
 		})
 	}
 }
+
+func TestBuilderMergesSortedRuns(t *testing.T) {
+	shared := SortPrefixes(pfxs("10.0.0.2/32", "10.0.0.0/8", "10.0.0.2/32", "fd00::/64"))
+	var b Builder
+	b.AddSorted(shared, PortSet{Ranges: []PortRange{tcp(80, 80)}})
+	b.AddSortedEntries(SortEntries([]Entry{
+		{pfx("10.0.0.2/32"), PortSet{Ranges: []PortRange{tcp(443, 443)}}},
+		{pfx("10.0.0.3/32"), PortSet{Ranges: []PortRange{tcp(22, 22)}}},
+		{pfx("10.0.0.3/32"), PortSet{Ranges: []PortRange{tcp(23, 23)}}},
+	}))
+	b.Add(pfx("fd00::1/128"), AnyPort)
+	got := b.Build(true)
+	want := RuleSet{Isolated: true, Entries: []Entry{
+		{pfx("10.0.0.0/8"), PortSet{Ranges: []PortRange{tcp(80, 80)}}},
+		{pfx("10.0.0.2/32"), PortSet{Ranges: []PortRange{tcp(80, 80), tcp(443, 443)}}},
+		{pfx("10.0.0.3/32"), PortSet{Ranges: []PortRange{tcp(22, 23), tcp(80, 80)}}},
+		{pfx("fd00::/64"), PortSet{Ranges: []PortRange{tcp(80, 80)}}},
+		{pfx("fd00::1/128"), AnyPort},
+	}}
+	if !got.Equal(want) {
+		t.Fatalf("Build() = %s\nwant      %s", got, want)
+	}
+	if len(shared) != 3 {
+		t.Fatalf("SortPrefixes kept %d prefixes, want 3 without the duplicate", len(shared))
+	}
+}

@@ -68,8 +68,30 @@ func (r RuleSet) String() string {
 
 // Builder collects what a pod allows in one direction, from any number of
 // overlapping rules, and flattens it into a RuleSet. The zero value is ready.
+//
+// Rules shared by many pods are best added as sorted runs (AddSorted,
+// AddSortedEntries), sorted once with SortPrefixes or SortEntries: Build
+// then merges them in linear time instead of sorting again per pod.
 type Builder struct {
-	m map[netip.Prefix]PortSet
+	loose []Entry
+	runs  []run
+}
+
+// run is a sorted list of contributions: prefixes sharing one port set, or
+// entries with their own.
+type run struct {
+	prefixes []netip.Prefix
+	ports    PortSet
+	entries  []Entry
+}
+
+func (r run) len() int { return len(r.prefixes) + len(r.entries) }
+
+func (r run) at(i int) (netip.Prefix, PortSet) {
+	if r.entries != nil {
+		return r.entries[i].Prefix, r.entries[i].Ports
+	}
+	return r.prefixes[i], r.ports
 }
 
 // Add allows the addresses of p to use ports, in addition to everything
@@ -78,19 +100,7 @@ func (b *Builder) Add(p netip.Prefix, ports PortSet) {
 	if ports.Empty() || !p.IsValid() {
 		return
 	}
-	if b.m == nil {
-		b.m = make(map[netip.Prefix]PortSet)
-	}
-	p = Canonical(p)
-	if old, ok := b.m[p]; ok {
-		if old.Any {
-			return
-		}
-		ports = Union(old, ports)
-	} else {
-		ports = ports.Normalize()
-	}
-	b.m[p] = ports
+	b.loose = append(b.loose, Entry{Prefix: Canonical(p), Ports: ports})
 }
 
 // AddExcept allows cidr minus every prefix in except to use ports.
@@ -100,9 +110,48 @@ func (b *Builder) AddExcept(cidr netip.Prefix, except []netip.Prefix, ports Port
 	}
 }
 
-// Len returns the number of distinct prefixes added so far, which is the
-// number of entries Build will return.
-func (b *Builder) Len() int { return len(b.m) }
+// AddSorted allows every prefix to use ports. The prefixes must come from
+// SortPrefixes; the Builder keeps them without copying.
+func (b *Builder) AddSorted(prefixes []netip.Prefix, ports PortSet) {
+	if ports.Empty() || len(prefixes) == 0 {
+		return
+	}
+	if !ports.normalized() {
+		ports = ports.Normalize()
+	}
+	b.runs = append(b.runs, run{prefixes: prefixes, ports: ports})
+}
+
+// AddSortedEntries adds entries that come from SortEntries; the Builder
+// keeps them without copying.
+func (b *Builder) AddSortedEntries(entries []Entry) {
+	if len(entries) > 0 {
+		b.runs = append(b.runs, run{entries: entries})
+	}
+}
+
+// SortPrefixes returns the prefixes canonical, sorted and without
+// duplicates, ready for AddSorted.
+func SortPrefixes(ps []netip.Prefix) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(ps))
+	for _, p := range ps {
+		if p.IsValid() {
+			out = append(out, Canonical(p))
+		}
+	}
+	slices.SortFunc(out, comparePrefixes)
+	return slices.Compact(out)
+}
+
+// SortEntries returns the entries canonical and sorted, with the ports of
+// equal prefixes merged, ready for AddSortedEntries.
+func SortEntries(es []Entry) []Entry {
+	var b Builder
+	for _, e := range es {
+		b.Add(e.Prefix, e.Ports)
+	}
+	return b.merged()
+}
 
 // Build returns the flattened rule set. isolated=false returns AllowAll
 // whatever was added.
@@ -110,11 +159,7 @@ func (b *Builder) Build(isolated bool) RuleSet {
 	if !isolated {
 		return AllowAll
 	}
-	out := RuleSet{Isolated: true, Entries: make([]Entry, 0, len(b.m))}
-	for p, ports := range b.m {
-		out.Entries = append(out.Entries, Entry{Prefix: p, Ports: ports})
-	}
-	slices.SortFunc(out.Entries, func(a, b Entry) int { return comparePrefixes(a.Prefix, b.Prefix) })
+	out := RuleSet{Isolated: true, Entries: b.merged()}
 	// Walk in order with a stack of enclosing prefixes: each entry inherits
 	// the flattened ports of its closest enclosing entry.
 	var stack []int
@@ -124,11 +169,52 @@ func (b *Builder) Build(isolated bool) RuleSet {
 			stack = stack[:len(stack)-1]
 		}
 		if len(stack) > 0 {
-			if parent := out.Entries[stack[len(stack)-1]].Ports; !parent.Empty() && !e.Ports.Any {
+			if parent := out.Entries[stack[len(stack)-1]].Ports; !e.Ports.Any && !parent.Equal(e.Ports) {
 				e.Ports = Union(parent, e.Ports)
 			}
 		}
 		stack = append(stack, i)
 	}
 	return out
+}
+
+// merged sorts the loose contributions and merges every run into one
+// sorted list with one entry per prefix.
+func (b *Builder) merged() []Entry {
+	slices.SortFunc(b.loose, func(x, y Entry) int { return comparePrefixes(x.Prefix, y.Prefix) })
+	runs := append(slices.Clip(b.runs), run{entries: b.loose})
+	total := 0
+	for _, r := range runs {
+		total += r.len()
+	}
+	out := make([]Entry, 0, total)
+	pos := make([]int, len(runs))
+	for {
+		// The smallest head among the runs; runs are few, a scan will do.
+		best := -1
+		var bp netip.Prefix
+		for i, r := range runs {
+			if pos[i] == r.len() {
+				continue
+			}
+			if p, _ := r.at(pos[i]); best < 0 || comparePrefixes(p, bp) < 0 {
+				best, bp = i, p
+			}
+		}
+		if best < 0 {
+			return out
+		}
+		p, ports := runs[best].at(pos[best])
+		pos[best]++
+		if !ports.normalized() {
+			ports = ports.Normalize()
+		}
+		if n := len(out); n > 0 && out[n-1].Prefix == p {
+			if last := &out[n-1]; !last.Ports.Any && !last.Ports.Equal(ports) {
+				last.Ports = Union(last.Ports, ports)
+			}
+			continue
+		}
+		out = append(out, Entry{Prefix: p, Ports: ports})
+	}
 }
