@@ -6,45 +6,65 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+var evidenceSources = []EvidenceSource{SourceAttested, SourceNFD, SourceMock}
+
 // ValidateNodeSecurityStateSpec checks evidence against the same rules as
-// the CRD, for evidence that did not pass through the API server.
+// the CRD, for evidence that did not pass through the API server. Field
+// paths are built only for errors: requests carry evidence of thousands of
+// nodes, nearly all of it valid.
 func ValidateNodeSecurityStateSpec(spec *NodeSecurityStateSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateText(path.Child("nodeUID"), string(spec.NodeUID), 128, true)...)
-	errs = append(errs, validateText(path.Child("incarnation"), spec.Incarnation, 128, true)...)
+	errs = appendText(errs, path, "nodeUID", string(spec.NodeUID), 128, true)
+	errs = appendText(errs, path, "incarnation", spec.Incarnation, 128, true)
 	if spec.ObservedAt.IsZero() {
 		errs = append(errs, field.Required(path.Child("observedAt"), "the time the evidence was last confirmed"))
 	}
-	if !slices.Contains([]EvidenceSource{SourceAttested, SourceNFD, SourceMock}, spec.Source) {
-		errs = append(errs, field.NotSupported(path.Child("source"), spec.Source,
-			[]EvidenceSource{SourceAttested, SourceNFD, SourceMock}))
+	if !slices.Contains(evidenceSources, spec.Source) {
+		errs = append(errs, field.NotSupported(path.Child("source"), spec.Source, evidenceSources))
 	}
-	devices := path.Child("devices")
 	if len(spec.Devices) > 64 {
-		errs = append(errs, field.TooMany(devices, len(spec.Devices), 64))
-	}
-	seen := make(map[string]struct{}, len(spec.Devices))
-	for i := range spec.Devices {
-		d := &spec.Devices[i]
-		p := devices.Index(i)
-		errs = append(errs, validateDevice(d, p)...)
-		if _, dup := seen[d.ID]; dup {
-			errs = append(errs, field.Duplicate(p.Child("id"), d.ID))
-		}
-		seen[d.ID] = struct{}{}
+		// Checking each of thousands of devices would only lengthen the
+		// answer, and the duplicate check is quadratic.
+		errs = append(errs, field.TooMany(path.Child("devices"), len(spec.Devices), 64))
+	} else {
+		errs = validateDevices(errs, spec.Devices, path)
 	}
 	if spec.TEE != nil {
-		errs = append(errs, validateTEEFacts(spec.TEE, path.Child("tee"))...)
+		errs = append(errs, validateTEEFacts(spec.TEE, path)...)
 	}
 	return errs
 }
 
+func validateDevices(errs field.ErrorList, devices []GPUDevice, spec *field.Path) field.ErrorList {
+	for i := range devices {
+		d := &devices[i]
+		if !deviceValid(d) {
+			errs = append(errs, validateDevice(d, spec.Child("devices").Index(i))...)
+		}
+		for j := range i {
+			if devices[j].ID == d.ID {
+				errs = append(errs, field.Duplicate(spec.Child("devices").Index(i).Child("id"), d.ID))
+				break
+			}
+		}
+	}
+	return errs
+}
+
+// deviceValid is the cheap test that spares valid devices validateDevice.
+func deviceValid(d *GPUDevice) bool {
+	return d.ID != "" && len(d.ID) <= 128 && len(d.Vendor) <= 64 && len(d.Model) <= 128 && len(d.MIGProfile) <= 64 &&
+		(d.SharingMode == "" || slices.Contains(GPUSharingModes, d.SharingMode)) &&
+		(d.MIGProfile == "" || d.SharingMode == SharingMIG) &&
+		(d.CCMode == "" || slices.Contains(GPUCCModes, d.CCMode))
+}
+
 func validateDevice(d *GPUDevice, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateText(path.Child("id"), d.ID, 128, true)...)
-	errs = append(errs, validateText(path.Child("vendor"), d.Vendor, 64, false)...)
-	errs = append(errs, validateText(path.Child("model"), d.Model, 128, false)...)
-	errs = append(errs, validateText(path.Child("migProfile"), d.MIGProfile, 64, false)...)
+	errs = appendText(errs, path, "id", d.ID, 128, true)
+	errs = appendText(errs, path, "vendor", d.Vendor, 64, false)
+	errs = appendText(errs, path, "model", d.Model, 128, false)
+	errs = appendText(errs, path, "migProfile", d.MIGProfile, 64, false)
 	if d.SharingMode != "" && !slices.Contains(GPUSharingModes, d.SharingMode) {
 		errs = append(errs, field.NotSupported(path.Child("sharingMode"), d.SharingMode, GPUSharingModes))
 	}
@@ -57,34 +77,37 @@ func validateDevice(d *GPUDevice, path *field.Path) field.ErrorList {
 	return errs
 }
 
-func validateTEEFacts(t *TEEFacts, path *field.Path) field.ErrorList {
+// validateTEEFacts checks spec.tee; path is the spec's.
+func validateTEEFacts(t *TEEFacts, spec *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if !slices.Contains(TEETypes, t.Type) {
-		errs = append(errs, field.NotSupported(path.Child("type"), t.Type, TEETypes))
+		errs = append(errs, field.NotSupported(spec.Child("tee", "type"), t.Type, TEETypes))
 	}
-	if t.Measurement != "" {
-		errs = append(errs, ValidateMeasurement(t.Measurement, path.Child("measurement"))...)
+	if t.Measurement != "" && !IsMeasurement(t.Measurement) {
+		errs = append(errs, ValidateMeasurement(t.Measurement, spec.Child("tee", "measurement"))...)
 	}
 	if a := t.Attestation; a != nil {
-		p := path.Child("attestation")
 		if a.Verdict != AttestationPassed && a.Verdict != AttestationFailed {
-			errs = append(errs, field.NotSupported(p.Child("verdict"), a.Verdict,
+			errs = append(errs, field.NotSupported(spec.Child("tee", "attestation", "verdict"), a.Verdict,
 				[]AttestationVerdict{AttestationPassed, AttestationFailed}))
 		}
 		if a.VerifiedAt.IsZero() {
-			errs = append(errs, field.Required(p.Child("verifiedAt"), "the time of the verdict"))
+			errs = append(errs, field.Required(spec.Child("tee", "attestation", "verifiedAt"), "the time of the verdict"))
 		}
-		errs = append(errs, validateText(p.Child("verifier"), a.Verifier, 253, false)...)
+		if len(a.Verifier) > 253 {
+			errs = append(errs, field.TooLong(spec.Child("tee", "attestation", "verifier"), "", 253))
+		}
 	}
 	return errs
 }
 
-func validateText(path *field.Path, s string, maxLen int, required bool) field.ErrorList {
+// appendText checks a string field named name under path.
+func appendText(errs field.ErrorList, path *field.Path, name, s string, maxLen int, required bool) field.ErrorList {
 	switch {
 	case s == "" && required:
-		return field.ErrorList{field.Required(path, "")}
+		return append(errs, field.Required(path.Child(name), ""))
 	case len(s) > maxLen:
-		return field.ErrorList{field.TooLong(path, "", maxLen)}
+		return append(errs, field.TooLong(path.Child(name), "", maxLen))
 	}
-	return nil
+	return errs
 }

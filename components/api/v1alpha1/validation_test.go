@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -159,4 +160,29 @@ func TestTenantBindingPool(t *testing.T) {
 	if s.Pool() != "acme-gpu" {
 		t.Errorf("Pool() = %q, want nodePool", s.Pool())
 	}
+}
+
+var measurementRE = regexp.MustCompile(MeasurementPattern)
+
+func TestIsMeasurementMatchesPattern(t *testing.T) {
+	hex64, hex96 := strings.Repeat("0a", 32), strings.Repeat("f9", 48)
+	for _, m := range []string{
+		"sha256:" + hex64, "sha384:" + hex96, "", "sha256:", "sha256:" + hex96, "sha384:" + hex64,
+		"sha256:" + strings.ToUpper(hex64), "sha512:" + hex64, "SHA256:" + hex64, "sha256:" + hex64 + "\n",
+		"sha256:" + hex64[:63] + "g", " sha256:" + hex64, "sha256-" + hex64,
+	} {
+		if got, want := IsMeasurement(Measurement(m)), measurementRE.MatchString(m); got != want {
+			t.Errorf("IsMeasurement(%q) = %v, pattern says %v", m, got, want)
+		}
+	}
+}
+
+func FuzzIsMeasurement(f *testing.F) {
+	f.Add("sha256:" + strings.Repeat("a", 64))
+	f.Add("sha384:" + strings.Repeat("0", 96))
+	f.Fuzz(func(t *testing.T, m string) {
+		if got, want := IsMeasurement(Measurement(m)), measurementRE.MatchString(m); got != want {
+			t.Errorf("IsMeasurement(%q) = %v, pattern says %v", m, got, want)
+		}
+	})
 }
