@@ -11,7 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
@@ -26,33 +26,15 @@ const DefaultMaxResponseBytes = 64 << 20
 // maxErrorBodyBytes bounds how much of an error answer is read.
 const maxErrorBodyBytes = 16 << 10
 
-// requestBuffers recycles encoded requests, which reach megabytes for
-// large pools.
-var requestBuffers = sync.Pool{New: func() any { return new([]byte) }}
-
-// pooledBody returns its buffer to requestBuffers when the transport closes
-// it, which the transport does once it will read no more, possibly after
-// Do has returned.
-type pooledBody struct {
-	*bytes.Reader
-	buf  *[]byte
-	once sync.Once
-}
-
-func (b *pooledBody) Close() error {
-	b.once.Do(func() {
-		*b.buf = (*b.buf)[:0]
-		requestBuffers.Put(b.buf)
-	})
-	return nil
-}
-
 // Client calls one evaluator. It is safe for concurrent use.
 type Client struct {
 	endpoint         string
 	http             *http.Client
 	timeout          time.Duration
 	maxResponseBytes int64
+	// nodeBytes is the encoded size per node of the last request, to size
+	// the next request's buffer in one allocation.
+	nodeBytes atomic.Int64
 }
 
 // Option configures a Client.
@@ -106,17 +88,19 @@ func (c *Client) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*Eval
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
-	buf := requestBuffers.Get().(*[]byte)
-	*buf = wire.AppendRequest((*buf)[:0], req)
-	body := &pooledBody{Reader: bytes.NewReader(*buf), buf: buf}
+	body := wire.AppendRequest(make([]byte, 0, 512+len(req.Nodes)*int(c.nodeBytes.Load())), req)
+	if len(req.Nodes) >= 16 {
+		c.nodeBytes.Store(int64(len(body) / len(req.Nodes)))
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, body)
+	// A bytes.Reader lets the transport write the body in one piece. The
+	// buffer is not recycled: the transport may still read it after Do
+	// returns.
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
-		body.Close()
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
-	hreq.ContentLength = int64(len(*buf))
 	hreq.Header.Set("Content-Type", wire.ContentType)
 	hreq.Header.Set("Accept", wire.ContentType)
 	resp, err := c.http.Do(hreq)

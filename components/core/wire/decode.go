@@ -132,11 +132,15 @@ func validateNode(n *Node, nodes *field.Path, i int) field.ErrorList {
 		errs = append(errs, validateName(p.Child("uid"), string(n.UID), 128, false)...)
 		errs = append(errs, validateName(p.Child("pool"), n.Pool, 63, false)...)
 	}
-	if n.State != nil {
+	if n.State != nil && len(v1alpha1.ValidateNodeSecurityStateSpec(n.State, statePath)) > 0 {
 		errs = append(errs, v1alpha1.ValidateNodeSecurityStateSpec(n.State, nodes.Index(i).Child("state"))...)
 	}
 	return errs
 }
+
+// statePath stands in for nodes[i].state on the first, usually clean,
+// pass; a state with errors is validated again under its real path.
+var statePath = field.NewPath("state")
 
 func validateName(path *field.Path, s string, maxLen int, required bool) field.ErrorList {
 	switch {

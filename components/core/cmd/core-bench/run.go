@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -79,14 +80,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "nodes\tgpus/node\trequests\tconcurrency\tbody\tp50\tp90\tp99\tmax\treq/s\t")
+	fmt.Fprintln(tw, "nodes\tgpus/node\trequests\tconcurrency\tbody\tp50\tp90\tp99\tmax\treq/s\tcpu/req\t")
 	for _, n := range cfg.sizes {
 		s, err := measure(ctx, c, cfg, n)
 		if err != nil {
 			return fmt.Errorf("%d nodes: %w", n, err)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.0f\t\n", n, cfg.gpus, cfg.requests, cfg.concurrency, size(s.body),
-			s.quantile(0.50), s.quantile(0.90), s.quantile(0.99), s.took[len(s.took)-1], s.rate)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t\n", n, cfg.gpus, cfg.requests, cfg.concurrency, size(s.body),
+			s.quantile(0.50), s.quantile(0.90), s.quantile(0.99), s.took[len(s.took)-1], s.rate, s.cpu)
 	}
 	return tw.Flush()
 }
@@ -114,6 +115,19 @@ type sample struct {
 	took []time.Duration
 	rate float64
 	body int
+	// cpu is the process's CPU time per request, client and in-process
+	// server together; unlike latency it does not grow when other work
+	// competes for the machine.
+	cpu time.Duration
+}
+
+// cpuTime returns the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (s *sample) quantile(q float64) time.Duration {
@@ -141,7 +155,7 @@ func measure(ctx context.Context, c *client.Client, cfg *config, nodes int) (*sa
 	next := make(chan int)
 	errs := make(chan error, cfg.concurrency)
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for range cfg.concurrency {
 		wg.Go(func() {
 			for i := range next {
@@ -171,7 +185,8 @@ feed:
 	if err != nil {
 		return nil, err
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	slices.Sort(took)
-	return &sample{took: took, rate: float64(cfg.requests) / elapsed.Seconds(), body: len(body)}, nil
+	return &sample{took: took, rate: float64(cfg.requests) / elapsed.Seconds(), body: len(body),
+		cpu: cpu / time.Duration(cfg.requests)}, nil
 }
