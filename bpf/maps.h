@@ -105,7 +105,7 @@ struct flow_key {
 };
 
 struct flow_value {
-	__u64 expires; /* bpf_ktime_get_ns() deadline */
+	__u64 expires; /* bpf_ktime_get_coarse_ns() deadline */
 	__u32 policy;  /* id of the origin direction's policy that allowed it */
 	__u8 origin;   /* XG_DIR_* of the packet that opened the flow */
 	__u8 closing;  /* TCP FIN or RST seen: short timeout */

@@ -71,17 +71,22 @@ static __always_inline int enforce(struct __sk_buff *skb, __u8 dir)
 	}
 	if (!p.family)
 		return XG_PASS; /* ARP and other non-IP frames */
-	if (dir == XG_DIR_EGRESS && (ep.flags & XG_EP_ANTISPOOF) && !source_owned(ifindex, &p)) {
-		count(XG_STAT_SPOOFED);
-		return XG_DROP;
-	}
 	if (link_control(&p))
 		return XG_PASS;
 
 	struct flow_key k;
 	flow_key_of(&k, ifindex, &p, dir);
-	__u64 now = bpf_ktime_get_ns();
+	/* The coarse clock costs a memory read, not a clock read, and a tick of
+	 * resolution is plenty for timeouts of seconds. */
+	__u64 now = bpf_ktime_get_coarse_ns();
 	struct flow_value *f = bpf_map_lookup_elem(&xg_flows, &k);
+	/* A live flow was opened from an address the pod owns; only packets
+	 * outside one need the anti-spoofing lookup. */
+	if (!(f && f->expires > now) && dir == XG_DIR_EGRESS && (ep.flags & XG_EP_ANTISPOOF) &&
+	    !source_owned(ifindex, &p)) {
+		count(XG_STAT_SPOOFED);
+		return XG_DROP;
+	}
 	if (f && f->expires > now) {
 		if (f->origin == dir) {
 			/* A later packet of a flow this very policy allowed. */
@@ -254,6 +259,9 @@ int xg_post_nat(struct bpf_nf_ctx *ctx)
 
 	struct flow_key k;
 	flow_key_of(&k, ifindex, &v.orig, XG_DIR_EGRESS);
+	/* Netfilter programs may not read the coarse clock the tc programs
+	 * use. Both are CLOCK_MONOTONIC; the coarse one lags by at most a
+	 * tick, nothing next to timeouts of seconds. */
 	__u64 now = bpf_ktime_get_ns();
 	struct flow_value *f = bpf_map_lookup_elem(&xg_flows, &k);
 	if (f && f->expires > now && f->origin == XG_DIR_EGRESS && f->policy == policy &&
