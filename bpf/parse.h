@@ -28,7 +28,8 @@ struct pkt {
 	__u16 sport; /* host byte order; the ICMP echo id for echo messages */
 	__u16 dport;
 	__u8 icmp_type;
-	__u8 _pad[7];
+	__u8 _pad[3];
+	__u32 l4_off; /* offset of the L4 header, 0 for non-first fragments */
 	__u8 saddr[16] __attribute__((aligned(8)));
 	__u8 daddr[16];
 };
@@ -87,6 +88,7 @@ static __always_inline int parse_l4(struct __sk_buff *skb, __u32 off, struct pkt
 	}
 	if (bpf_skb_load_bytes(skb, off, &l4, need))
 		return -1;
+	p->l4_off = off;
 	if (p->proto == XG_PROTO_ICMP || p->proto == XG_PROTO_ICMPV6) {
 		p->icmp_type = ((__u8 *)&l4.sport)[0];
 		/* Echo request and reply carry an id that pairs them, like ports. */
@@ -186,5 +188,52 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 	case bpf_htons(ETH_P_IPV6):
 		return parse_ipv6(skb, p);
 	}
+	return 0;
+}
+
+/* icmp_error reports whether the packet is an ICMP error, which quotes the
+ * packet that caused it. */
+static __always_inline int icmp_error(const struct pkt *p)
+{
+	if (!p->l4_off)
+		return 0;
+	if (p->proto == XG_PROTO_ICMP)
+		return p->icmp_type == 3 || p->icmp_type == 11 || p->icmp_type == 12;
+	if (p->proto == XG_PROTO_ICMPV6)
+		return p->icmp_type >= 1 && p->icmp_type <= 4;
+	return 0;
+}
+
+/* parse_quoted fills q with the packet an ICMP error quotes, which follows
+ * the 8-byte ICMP header. Only its addresses, protocol and ports matter. */
+static __always_inline int parse_quoted(struct __sk_buff *skb, const struct pkt *p, struct pkt *q)
+{
+	__u32 off = p->l4_off + 8;
+	__be16 ports[2];
+
+	q->family = p->family;
+	if (p->family == XG_FAMILY_V4) {
+		struct ipv4_hdr ip;
+		if (bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)) || (ip.ver_ihl >> 4) != 4)
+			return -1;
+		q->proto = ip.protocol;
+		__builtin_memcpy(q->saddr, ip.saddr, 4);
+		__builtin_memcpy(q->daddr, ip.daddr, 4);
+		off += (ip.ver_ihl & 0x0f) * 4;
+	} else {
+		struct ipv6_hdr ip;
+		if (bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)) || (bpf_ntohl(ip.ver_tc_flow) >> 28) != 6)
+			return -1;
+		q->proto = ip.nexthdr; /* quoted extension headers: no match */
+		__builtin_memcpy(q->saddr, ip.saddr, 16);
+		__builtin_memcpy(q->daddr, ip.daddr, 16);
+		off += sizeof(ip);
+	}
+	if (q->proto != XG_PROTO_TCP && q->proto != XG_PROTO_UDP && q->proto != XG_PROTO_SCTP)
+		return -1;
+	if (bpf_skb_load_bytes(skb, off, ports, sizeof(ports)))
+		return -1;
+	q->sport = bpf_ntohs(ports[0]);
+	q->dport = bpf_ntohs(ports[1]);
 	return 0;
 }

@@ -54,6 +54,25 @@ static __always_inline int link_control(const struct pkt *p)
 	return 0;
 }
 
+/* related: is this ICMP error about a flow the pod has? The quoted packet
+ * went the other way: for an error on its way into the pod, the pod sent
+ * it. Such errors (packet too big, port unreachable) belong to the flow and
+ * keep path MTU discovery working for isolated pods. */
+static __always_inline int related(struct __sk_buff *skb, const struct pkt *p, __u32 ifindex, __u8 dir)
+{
+	struct pkt q = {};
+	struct flow_key k;
+
+	if (parse_quoted(skb, p, &q) < 0)
+		return 0;
+	flow_key_of(&k, ifindex, &q, dir == XG_DIR_EGRESS ? XG_DIR_INGRESS : XG_DIR_EGRESS);
+	struct flow_value *f = bpf_map_lookup_elem(&xg_flows, &k);
+	if (!f || f->expires <= bpf_ktime_get_coarse_ns())
+		return 0;
+	count(XG_STAT_RELATED);
+	return 1;
+}
+
 static __always_inline int enforce(struct __sk_buff *skb, __u8 dir)
 {
 	__u32 ifindex = skb->ifindex;
@@ -87,6 +106,8 @@ static __always_inline int enforce(struct __sk_buff *skb, __u8 dir)
 		count(XG_STAT_SPOOFED);
 		return XG_DROP;
 	}
+	if (icmp_error(&p) && related(skb, &p, ifindex, dir))
+		return XG_PASS;
 	if (f && f->expires > now) {
 		if (f->origin == dir) {
 			/* A later packet of a flow this very policy allowed. */

@@ -15,4 +15,6 @@ done
 [[ -f /usr/include/bpf/bpf_helpers.h ]] || die "libbpf headers not found: apt-get install libbpf-dev"
 
 cd "${REPO_ROOT}/components/agent"
-timed "bpf2go ($(clang --version | head -n 1))" go generate ./internal/bpfobj/
+# The agent module alone pins bpf2go; leaving the workspace out keeps the
+# generator independent of the other modules' state.
+GOWORK=off timed "bpf2go ($(clang --version | head -n 1))" go generate ./internal/bpfobj/

@@ -252,3 +252,30 @@ func malformedIPv4() []byte {
 	f[14] = 0x42
 	return f
 }
+
+// icmpError builds an ICMP error from peer to the pod (or the reverse)
+// quoting the packet that caused it.
+func icmpError(src, dst string, typ uint8, quoted packet.Frame) []byte {
+	proto := uint8(packet.ICMP)
+	if addr(src).Is6() {
+		proto = packet.ICMPv6
+	}
+	return packet.Frame{Src: addr(src), Dst: addr(dst), Proto: proto, ICMPType: typ, Payload: quoted.IP()}.Bytes()
+}
+
+func TestProgramsICMPErrorsOfTrackedFlows(t *testing.T) {
+	e := newProgEnv(t)
+	mustApplyIn(t, e.ns, e.d, pod, rules.DenyAll, ruleSet("10.2.0.0/16", ports(rules.TCP, 443, 443).PortSet, "fd02::/64", ports(rules.UDP, 53, 53).PortSet))
+	out4 := packet.Frame{Src: podV4, Dst: addr("10.2.0.1"), Proto: packet.TCP, SrcPort: 40000, DstPort: 443, Flags: packet.SYN}
+	out6 := packet.Frame{Src: podV6, Dst: addr("fd02::9"), Proto: packet.UDP, SrcPort: 5353, DstPort: 53}
+	other := packet.Frame{Src: podV4, Dst: addr("10.2.0.1"), Proto: packet.TCP, SrcPort: 40001, DstPort: 443}
+	runCases(t, e, []frameCase{
+		{"fragmentation needed before the flow exists", "in", icmpError("10.9.9.9", "10.0.0.1", 3, out4), drop},
+		{"open tcp flow", "out", out4.Bytes(), pass},
+		{"open udp flow", "out", out6.Bytes(), pass},
+		{"fragmentation needed for the flow", "in", icmpError("10.9.9.9", "10.0.0.1", 3, out4), pass},
+		{"packet too big for the flow", "in", icmpError("fd09::1", "fd00::1", 2, out6), pass},
+		{"error quoting another flow", "in", icmpError("10.9.9.9", "10.0.0.1", 3, other), drop},
+		{"echo request is not an error", "in", packet.Frame{Src: addr("10.2.0.1"), Dst: podV4, Proto: packet.ICMP, ICMPType: 8}.Bytes(), drop},
+	})
+}

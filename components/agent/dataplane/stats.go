@@ -19,6 +19,7 @@ type Stats struct {
 	Malformed      uint64 // IP packets too short to judge
 	PostNATAllowed uint64 // Service flows allowed after DNAT
 	PostNATDenied  uint64 // Service packets dropped after DNAT
+	Related        uint64 // ICMP errors about tracked flows
 }
 
 // Stats reads the packet counters.
@@ -44,6 +45,7 @@ func (d *Dataplane) Stats() (Stats, error) {
 		bpfobj.XgXgStatXG_STAT_MALFORMED:        &st.Malformed,
 		bpfobj.XgXgStatXG_STAT_POST_NAT_ALLOWED: &st.PostNATAllowed,
 		bpfobj.XgXgStatXG_STAT_POST_NAT_DENIED:  &st.PostNATDenied,
+		bpfobj.XgXgStatXG_STAT_RELATED:          &st.Related,
 	} {
 		n, err := sum(s)
 		if err != nil {

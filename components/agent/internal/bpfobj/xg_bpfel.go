@@ -106,7 +106,8 @@ const (
 	XgXgStatXG_STAT_MALFORMED        XgXgStat = 5
 	XgXgStatXG_STAT_POST_NAT_ALLOWED XgXgStat = 6
 	XgXgStatXG_STAT_POST_NAT_DENIED  XgXgStat = 7
-	XgXgStatXG_STAT_MAX              XgXgStat = 8
+	XgXgStatXG_STAT_RELATED          XgXgStat = 8
+	XgXgStatXG_STAT_MAX              XgXgStat = 9
 )
 
 // Names of all BPF objects in the ELF.

@@ -35,7 +35,9 @@ type Frame struct {
 	FragOffset uint16
 	// HopByHop adds an IPv6 hop-by-hop options header.
 	HopByHop bool
-	Payload  []byte
+	// Payload follows the L4 header; for an ICMP error it is the quoted
+	// packet, for example Frame.IP() of the packet that caused it.
+	Payload []byte
 }
 
 // Bytes encodes the frame with an Ethernet header.
@@ -51,6 +53,10 @@ func (f Frame) Bytes() []byte {
 	binary.BigEndian.PutUint16(eth[12:], 0x86dd)
 	return append(eth, f.ipv6(l4)...)
 }
+
+// IP encodes the frame without the Ethernet header, as ICMP errors quote
+// it.
+func (f Frame) IP() []byte { return f.Bytes()[14:] }
 
 // ARP returns an ARP request frame, which is not IP.
 func ARP() []byte {
