@@ -192,4 +192,3 @@ func roundTo(xs []float64) []string {
 	}
 	return out
 }
-
