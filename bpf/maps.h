@@ -193,9 +193,12 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xg_flows SEC(".maps");
 
+/* Room for counters added later without changing the pinned map's layout. */
+#define XG_STAT_SLOTS 32
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, XG_STAT_MAX);
+	__uint(max_entries, XG_STAT_SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);

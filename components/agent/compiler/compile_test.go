@@ -229,3 +229,26 @@ func TestFrontends(t *testing.T) {
 		}
 	}
 }
+
+// TestIngressNamedPortsPerPod: pods selected by the same policy share its
+// compiled result, except that an ingress named port resolves against each
+// pod's own containers.
+func TestIngressNamedPortsPerPod(t *testing.T) {
+	in := compiler.Input{Pods: []*corev1.Pod{
+		fx.MakePod("x", "a").Label("app", "web").IPs("10.0.0.1").Port("http", tcp, 8080).Obj(),
+		fx.MakePod("x", "b").Label("app", "web").IPs("10.0.0.2").Port("http", tcp, 9090).Obj(),
+		fx.MakePod("x", "c").Label("app", "web").IPs("10.0.0.3").Obj(),
+	}, NetworkPolicies: []*networkingv1.NetworkPolicy{
+		fx.MakePolicy("x", "p").Select("app", "web").Ingress(nil, fx.NamedPort(tcp, "http")).Obj(),
+	}}
+	want := map[string]string{
+		"x/a": "isolated[0.0.0.0/0{TCP/8080} ::/0{TCP/8080}]",
+		"x/b": "isolated[0.0.0.0/0{TCP/9090} ::/0{TCP/9090}]",
+		"x/c": "isolated[]",
+	}
+	for _, r := range compiler.New(in, compiler.Options{}).All() {
+		if got := r.Ingress.String(); got != want[r.Pod.String()] {
+			t.Errorf("%s ingress = %s, want %s", r.Pod, got, want[r.Pod.String()])
+		}
+	}
+}

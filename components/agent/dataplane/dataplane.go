@@ -164,6 +164,9 @@ func (d *Dataplane) Apply(ep Endpoint, ingress, egress rules.RuleSet) error {
 	if ep.Ifindex <= 0 {
 		return fmt.Errorf("endpoint has no interface index")
 	}
+	if len(ep.Addrs) == 0 && !ep.AnySource {
+		return fmt.Errorf("endpoint %d has no addresses: every packet from it would count as spoofed", ep.Ifindex)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	old, _ := d.endpoint(ep.Ifindex)
