@@ -19,8 +19,10 @@ type Clock interface {
 	Now() time.Time
 }
 
+// realClock is the system clock.
 type realClock struct{}
 
+// Now returns the system time.
 func (realClock) Now() time.Time { return time.Now() }
 
 // Options configure an Evaluator.

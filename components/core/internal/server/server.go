@@ -111,6 +111,7 @@ type statusWriter struct {
 	code int
 }
 
+// WriteHeader records the code and passes it on.
 func (w *statusWriter) WriteHeader(code int) {
 	w.code = code
 	w.ResponseWriter.WriteHeader(code)

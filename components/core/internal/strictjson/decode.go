@@ -1,11 +1,8 @@
 package strictjson
 
 import (
-	"encoding/json"
 	"reflect"
 	"strconv"
-	"strings"
-	"time"
 )
 
 // errNull refuses null where the Go value cannot be nil.
@@ -275,63 +272,6 @@ func decodeNumber(d *decoder, v reflect.Value) error {
 			return d.errorf("integer %s does not fit a %s", text, v.Type())
 		}
 		v.SetInt(i)
-	}
-	return nil
-}
-
-// decodeMetav1Time decodes an RFC 3339 timestamp exactly as metav1.Time
-// does: null is the zero time, and the result is in the local time zone.
-func decodeMetav1Time(d *decoder, v reflect.Value) error {
-	if d.peek() == 'n' {
-		v.SetZero()
-		return d.literal("null")
-	}
-	if d.peek() != '"' {
-		return d.errorf("expected a string, found %s", d.found())
-	}
-	start := d.pos
-	s, err := d.str()
-	if err != nil {
-		return err
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		d.pos = start
-		return d.errorf("invalid RFC 3339 timestamp %q", s)
-	}
-	v.Field(0).Set(reflect.ValueOf(t.Local()))
-	return nil
-}
-
-// decodeMetav1Duration decodes a Go duration string, as metav1.Duration
-// does.
-func decodeMetav1Duration(d *decoder, v reflect.Value) error {
-	if d.peek() != '"' {
-		return d.errNull("a string")
-	}
-	start := d.pos
-	s, err := d.str()
-	if err != nil {
-		return err
-	}
-	dur, err := time.ParseDuration(s)
-	if err != nil {
-		d.pos = start
-		return d.errorf("invalid duration %q: %s", s, strings.TrimPrefix(err.Error(), "time: "))
-	}
-	v.Field(0).SetInt(int64(dur))
-	return nil
-}
-
-// decodeUnmarshaler hands the raw value to a type's own UnmarshalJSON.
-func decodeUnmarshaler(d *decoder, v reflect.Value) error {
-	start := d.pos
-	if err := d.skipValue(); err != nil {
-		return err
-	}
-	if err := v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(d.data[start:d.pos]); err != nil {
-		d.pos = start
-		return d.errorf("%s", err)
 	}
 	return nil
 }
