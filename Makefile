@@ -72,8 +72,8 @@ e2e: tools images kind-image ## End-to-end suite on a kind cluster (KEEP_CLUSTER
 ##@ Code health
 
 lint: tools ## go vet and staticcheck on every module.
-	go vet $(GO_PACKAGES)
-	$(BIN)/staticcheck $(GO_PACKAGES)
+	go vet -tags integration,e2e $(GO_PACKAGES)
+	$(BIN)/staticcheck -tags integration,e2e $(GO_PACKAGES)
 	cd hack/tools && GOWORK=off go vet ./runcwrap ./pause
 
 generate: tools ## Regenerate deepcopy, CRDs and pins.

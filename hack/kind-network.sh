@@ -19,7 +19,19 @@ nodes=$(kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.s
 
 while read -r node cidr _; do
   [[ -n ${cidr} ]] || die "node ${node} has no spec.podCIDR: the controller-manager must allocate node CIDRs (kind does this by default)"
-  docker exec -i "${node}" bash -c 'mkdir -p /etc/cni/net.d && cat >/etc/cni/net.d/10-xila-guard-ptp.conflist.tmp && mv /etc/cni/net.d/10-xila-guard-ptp.conflist.tmp /etc/cni/net.d/10-xila-guard-ptp.conflist' <<JSON
+  routes=""
+  while read -r peer peer_cidr peer_ip; do
+    [[ ${peer} == "${node}" ]] || routes+="ip route replace ${peer_cidr} via ${peer_ip}"$'\n'
+  done <<<"${nodes}"
+  # One exec per node: the CNI configuration (written atomically), the
+  # masquerade rule for traffic leaving the pod network, and the routes.
+  docker exec -i "${node}" bash -euc "
+    mkdir -p /etc/cni/net.d
+    cat >/etc/cni/net.d/.10-xila-guard-ptp.conflist
+    mv /etc/cni/net.d/.10-xila-guard-ptp.conflist /etc/cni/net.d/10-xila-guard-ptp.conflist
+    iptables -t nat -C POSTROUTING -s ${cidr} ! -d ${POD_SUBNET} -j MASQUERADE 2>/dev/null ||
+      iptables -t nat -A POSTROUTING -s ${cidr} ! -d ${POD_SUBNET} -j MASQUERADE
+    ${routes}" <<JSON
 {
   "cniVersion": "0.4.0",
   "name": "xila-guard-lab",
@@ -38,12 +50,5 @@ while read -r node cidr _; do
   ]
 }
 JSON
-  # Masquerade only traffic leaving the pod network, as kindnet does.
-  docker exec "${node}" bash -c "iptables -t nat -C POSTROUTING -s ${cidr} ! -d ${POD_SUBNET} -j MASQUERADE 2>/dev/null ||
-    iptables -t nat -A POSTROUTING -s ${cidr} ! -d ${POD_SUBNET} -j MASQUERADE"
-  while read -r peer peer_cidr peer_ip; do
-    [[ ${peer} == "${node}" ]] && continue
-    docker exec "${node}" ip route replace "${peer_cidr}" via "${peer_ip}"
-  done <<<"${nodes}"
 done <<<"${nodes}"
 log "pod networking configured on $(wc -l <<<"${nodes}") nodes"
