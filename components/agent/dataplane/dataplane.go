@@ -18,45 +18,6 @@ import (
 	"github.com/xila-guard/xila-guard/components/agent/rules"
 )
 
-// AttachMode chooses how the tc programs are attached.
-type AttachMode int
-
-const (
-	// AttachAuto uses TCX links when the kernel has them (6.6+) and clsact
-	// filters otherwise.
-	AttachAuto AttachMode = iota
-	// AttachTCX requires TCX links.
-	AttachTCX
-	// AttachClsact uses classic clsact qdisc filters.
-	AttachClsact
-)
-
-// Config configures Open.
-type Config struct {
-	// PinPath is a directory on a bpffs mount where maps and links are
-	// pinned, e.g. /sys/fs/bpf/xila-guard. It is created if missing.
-	PinPath string
-	// Attach chooses TCX or clsact; the zero value picks for the kernel.
-	Attach AttachMode
-}
-
-// Endpoint is a pod as the dataplane sees it.
-type Endpoint struct {
-	// Ifindex is the pod's host-side interface in the agent's network
-	// namespace.
-	Ifindex int
-	// Addrs are the pod's own addresses. Packets from the pod with any
-	// other source are dropped, so that peers' policies can trust source
-	// addresses.
-	Addrs []netip.Addr
-	// AnySource turns that check off, for pods that route for others.
-	AnySource bool
-}
-
-// ErrDenyAll wraps the error of an Apply that could not install the
-// requested rules and left the endpoint denying all traffic instead.
-var ErrDenyAll = errors.New("endpoint falls back to deny-all")
-
 // Dataplane is the node's loaded dataplane. Its methods are safe for
 // concurrent use.
 type Dataplane struct {

@@ -8,20 +8,6 @@ import (
 	"github.com/xila-guard/xila-guard/components/agent/internal/bpfobj"
 )
 
-// Stats counts packets by verdict since the maps were created, over all
-// CPUs and endpoints.
-type Stats struct {
-	Allowed        uint64 // new or known flows the policy allows
-	Replies        uint64 // replies of allowed flows
-	Denied         uint64 // dropped by policy at tc
-	Spoofed        uint64 // dropped: source address not the pod's
-	Deferred       uint64 // sent to a Service address, judged after DNAT
-	Malformed      uint64 // IP packets too short to judge
-	PostNATAllowed uint64 // Service flows allowed after DNAT
-	PostNATDenied  uint64 // Service packets dropped after DNAT
-	Related        uint64 // ICMP errors about tracked flows
-}
-
 // Stats reads the packet counters.
 func (d *Dataplane) Stats() (Stats, error) {
 	sum := func(s bpfobj.XgXgStat) (uint64, error) {
