@@ -106,11 +106,13 @@ func (d *Dataplane) tcxLink(ifindex int, dir string, prog *ebpf.Program, at ebpf
 	pin := d.linkPin(ifindex, dir)
 	if l, err := link.LoadPinnedLink(pin, nil); err == nil {
 		// Swap the program atomically: no packet goes unfiltered.
-		if err := l.Update(prog); err != nil {
-			l.Close()
-			return nil, fmt.Errorf("updating tcx %s link of interface %d: %w", dir, ifindex, err)
+		if attachedTo(l) == ifindex && l.Update(prog) == nil {
+			return l, nil
 		}
-		return l, nil
+		// The link outlived its interface (the index is now another
+		// interface's): drop it and attach afresh.
+		l.Unpin()
+		l.Close()
 	}
 	l, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: prog, Attach: at, Anchor: link.Head()})
 	if err != nil {
@@ -121,6 +123,16 @@ func (d *Dataplane) tcxLink(ifindex int, dir string, prog *ebpf.Program, at ebpf
 		return nil, fmt.Errorf("pinning tcx %s link of interface %d: %w", dir, ifindex, err)
 	}
 	return l, nil
+}
+
+// attachedTo returns the interface a tcx link is attached to, 0 once that
+// interface is gone.
+func attachedTo(l link.Link) int {
+	info, err := l.Info()
+	if err != nil || info.TCX() == nil {
+		return 0
+	}
+	return int(info.TCX().Ifindex)
 }
 
 // adoptLinks takes over the links a previous agent pinned, moving them to

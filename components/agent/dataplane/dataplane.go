@@ -38,7 +38,8 @@ type closer interface{ Close() error }
 // Open loads the programs, reuses or creates the pinned maps under
 // cfg.PinPath, recovers the state a previous agent left, and attaches the
 // post-DNAT netfilter program. Packets keep being enforced by the pinned
-// state while Open runs.
+// state while Open runs. Call Open, Apply, Remove and Uninstall from the
+// network namespace of the pods' host-side interfaces (the node's).
 func Open(cfg Config) (*Dataplane, error) {
 	if err := checkBPFFS(cfg.PinPath); err != nil {
 		return nil, err
@@ -108,7 +109,12 @@ func (d *Dataplane) Close() error {
 func (d *Dataplane) Uninstall() error {
 	d.mu.Lock()
 	var errs []error
+	managed, err := d.Endpoints()
+	errs = append(errs, err)
 	for ifindex := range d.links {
+		managed = append(managed, ifindex)
+	}
+	for _, ifindex := range managed {
 		errs = append(errs, d.detach(ifindex))
 	}
 	d.mu.Unlock()

@@ -212,3 +212,31 @@ func progID(p *ebpf.Program) (ebpf.ProgramID, error) {
 	}
 	return id, nil
 }
+
+// TestRestartForgetsVanishedInterfaces: a pod deleted while no agent ran
+// leaves pinned state behind; the next agent removes it.
+func TestRestartForgetsVanishedInterfaces(t *testing.T) {
+	node := netns.NewNode(t, 2)
+	a, b := node.Pods[0], node.Pods[1]
+	pin := bpffs(t)
+	admit := ruleSet("10.9.0.0/16", ports(rules.TCP, 80, 80))
+	runAgentProcess(t, agentSpec{PinPath: pin, Namespace: node.NS.Name, Endpoints: []agentEndpoint{
+		{endpointOf(a), admit, rules.AllowAll},
+		{endpointOf(b), admit, rules.DenyAll},
+	}})
+	node.NS.MustRun(t, "ip", "link", "del", b.HostIf)
+
+	d := openIn(t, node.NS, Config{PinPath: pin})
+	eps, err := d.Endpoints()
+	if err != nil || len(eps) != 1 || eps[0] != a.Ifindex {
+		t.Fatalf("Endpoints() = %v, %v; want only %d", eps, err, a.Ifindex)
+	}
+	if n := d.generationCount(); n != 1 {
+		t.Fatalf("%d generations left, want 1 (a's)", n)
+	}
+	for _, dir := range []string{"ingress", "egress"} {
+		if _, err := os.Stat(d.linkPin(b.Ifindex, dir)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("pinned %s link of the vanished interface: %v", dir, err)
+		}
+	}
+}
