@@ -93,7 +93,7 @@ func BenchmarkProgram(b *testing.B) {
 // on both pods in both directions. Run it with -benchtime=1x: it alternates
 // several timed rounds itself and reports medians and their ratio.
 func BenchmarkTCPThroughput(b *testing.B) {
-	const rounds, length = 5, 3 * time.Second
+	const rounds, length = 9, 2 * time.Second
 	node := netns.NewNode(b, 2)
 	a, srv := node.Pods[0], node.Pods[1]
 	var received atomic.Int64

@@ -48,6 +48,16 @@ func TestPolicySwapUnderTraffic(t *testing.T) {
 		t.Fatalf("a cannot reach b before the test: %v", err)
 	}
 	defer conn.Close()
+	aUDP, cUDP := udpSender(t, a, ap(b.V4, 6000), ap(b.V6, 6000)), udpSender(t, c, ap(b.V4, 6000), ap(b.V6, 6000))
+	// Resolve every neighbour first: a datagram queued behind neighbour
+	// discovery can be lost, and that would not be the policy's doing.
+	for _, s := range append(aUDP, cUDP...) {
+		s.Write([]byte("warm up"))
+	}
+	time.Sleep(300 * time.Millisecond)
+	srv.mu.Lock()
+	clear(srv.udp)
+	srv.mu.Unlock()
 	before, err := d.Stats()
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +68,6 @@ func TestPolicySwapUnderTraffic(t *testing.T) {
 		wg                    sync.WaitGroup
 		aSent, cSent, rounds  atomic.Int64
 		streamErr, cConnected atomic.Value
-		aUDP, cUDP            = udpSender(t, a, ap(b.V4, 6000), ap(b.V6, 6000)), udpSender(t, c, ap(b.V4, 6000), ap(b.V6, 6000))
 		tick                  = time.Millisecond
 		cDialTimeout          = 150 * time.Millisecond // below the SYN retransmission timeout: one SYN per try
 	)
