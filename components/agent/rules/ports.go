@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -142,11 +143,16 @@ func (s PortSet) Key() string {
 	if s.Any {
 		return "*"
 	}
-	var b strings.Builder
+	b := make([]byte, 0, 16*len(s.Ranges))
 	for _, r := range s.Ranges {
-		fmt.Fprintf(&b, "%d:%d-%d,", r.Protocol, r.First, r.Last)
+		b = strconv.AppendUint(b, uint64(r.Protocol), 10)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, uint64(r.First), 10)
+		b = append(b, '-')
+		b = strconv.AppendUint(b, uint64(r.Last), 10)
+		b = append(b, ',')
 	}
-	return b.String()
+	return string(b)
 }
 
 // String formats the set for logs and test failures.
