@@ -60,4 +60,3 @@ type Stats struct {
 	PostNATDenied  uint64 // Service packets dropped after DNAT
 	Related        uint64 // ICMP errors about tracked flows
 }
-
