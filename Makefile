@@ -26,11 +26,14 @@ demo: build kind-up ## Build everything offline, bring up the lab cluster, show 
 	@$(BIN)/kubectl --kubeconfig $(KIND_KUBECONFIG) get nodes -o wide
 	@$(BIN)/kubectl --kubeconfig $(KIND_KUBECONFIG) get pods -A
 
-test: unit integration e2e ## The whole suite: unit, integration and end-to-end.
+test: verify lint unit integration e2e ## The whole suite: generated code, lint, unit, integration, end-to-end.
 
 ##@ Build
 
-tools: ## Build Kubernetes, etcd, CoreDNS, crictl, helm, kind and linters from Go modules.
+packages: ## Install missing Debian build packages (clang, llvm, libbpf-dev, iproute2, debootstrap).
+	hack/ensure-packages.sh
+
+tools: packages ## Build Kubernetes, etcd, CoreDNS, crictl, helm, kind and linters from Go modules.
 	hack/build-tools.sh
 
 build: tools ## Compile every module and binary.
@@ -76,9 +79,10 @@ lint: tools ## go vet and staticcheck on every module.
 	$(BIN)/staticcheck -tags integration,e2e $(GO_PACKAGES)
 	cd hack/tools && GOWORK=off go vet ./runcwrap ./pause
 
-generate: tools ## Regenerate deepcopy, CRDs and pins.
+generate: tools ## Regenerate pins, deepcopy, CRDs and eBPF objects.
 	hack/update-pins.sh
-	[ ! -x hack/update-codegen.sh ] || hack/update-codegen.sh
+	hack/update-codegen.sh
+	hack/update-bpf.sh
 
 verify: tools ## Fail when generated code or pins are stale.
 	hack/verify.sh
@@ -86,4 +90,4 @@ verify: tools ## Fail when generated code or pins are stale.
 clean: ## Remove build output (not the version cache in ~/.cache/xila-guard).
 	rm -rf _output
 
-.PHONY: help demo test tools build images kind-image envtest kind-up kind-down unit integration e2e lint generate verify clean
+.PHONY: help demo test packages tools build images kind-image envtest kind-up kind-down unit integration e2e lint generate verify clean

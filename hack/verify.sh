@@ -15,9 +15,8 @@ touch "${marker}"
   cd "${copy}"
   export XG_BIN # generators use the tools already built in this clone
   hack/update-pins.sh
-  for gen in hack/update-codegen.sh hack/update-bpf.sh; do
-    [[ ! -x ${gen} ]] || "${gen}"
-  done
+  hack/update-codegen.sh
+  hack/update-bpf.sh
 )
 stale=()
 while IFS= read -r -d '' f; do
