@@ -3,8 +3,12 @@
 package dataplane
 
 import (
+	"errors"
 	"net/netip"
 	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
 
 	"golang.org/x/sys/unix"
 
@@ -29,9 +33,25 @@ func bpffs(t testing.TB) string {
 	return dir + "/xila-guard"
 }
 
+// requireKernel skips a test only when the kernel lacks a feature the
+// dataplane needs: netfilter BPF links (6.4) always, TCX links (6.6) when
+// the test asks for them.
+func requireKernel(t testing.TB, mode AttachMode) {
+	t.Helper()
+	if err := features.HaveProgramType(ebpf.Netfilter); errors.Is(err, ebpf.ErrNotSupported) {
+		t.Skipf("kernel lacks netfilter BPF programs: %v", err)
+	}
+	if mode == AttachTCX {
+		if ok, err := tcxSupported(); err == nil && !ok {
+			t.Skip("kernel lacks TCX links")
+		}
+	}
+}
+
 // openIn opens a dataplane inside ns, closed when the test ends.
 func openIn(t testing.TB, ns *netns.NS, cfg Config) *Dataplane {
 	t.Helper()
+	requireKernel(t, cfg.Attach)
 	var d *Dataplane
 	if err := ns.Do(func() (err error) {
 		d, err = Open(cfg)

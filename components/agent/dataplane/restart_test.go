@@ -94,6 +94,7 @@ func TestRestartKeepsEnforcing(t *testing.T) {
 }
 
 func testRestart(t *testing.T, mode AttachMode) {
+	requireKernel(t, mode)
 	node := netns.NewNode(t, 3)
 	a, b, c := node.Pods[0], node.Pods[1], node.Pods[2]
 	startServer(t, b, []int{8080}, nil)
@@ -216,6 +217,7 @@ func progID(p *ebpf.Program) (ebpf.ProgramID, error) {
 // TestRestartForgetsVanishedInterfaces: a pod deleted while no agent ran
 // leaves pinned state behind; the next agent removes it.
 func TestRestartForgetsVanishedInterfaces(t *testing.T) {
+	requireKernel(t, AttachTCX)
 	node := netns.NewNode(t, 2)
 	a, b := node.Pods[0], node.Pods[1]
 	pin := bpffs(t)

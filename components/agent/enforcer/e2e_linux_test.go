@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -23,6 +26,9 @@ import (
 // TestPoliciesToPackets runs the whole path on the kernel: NetworkPolicy
 // objects, the compiler, Sync, and real connections between namespaces.
 func TestPoliciesToPackets(t *testing.T) {
+	if err := features.HaveProgramType(ebpf.Netfilter); errors.Is(err, ebpf.ErrNotSupported) {
+		t.Skipf("kernel lacks netfilter BPF programs: %v", err)
+	}
 	node := netns.NewNode(t, 3)
 	names := []string{"client", "server", "other"}
 	var pods []*corev1.Pod
