@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, from Debian, the build packages the suite needs when they are
 # missing: clang, llvm and the libbpf headers (eBPF objects), iproute2
-# (network-namespace tests) and debootstrap (node image). Present ones are
+# and iptables (network-namespace and Service tests) and debootstrap (node image). Present ones are
 # left alone.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -11,6 +11,7 @@ declare -A probe=(
   [llvm]="command -v llvm-strip"
   [libbpf-dev]="test -f /usr/include/bpf/bpf_helpers.h"
   [iproute2]="command -v ip"
+  [iptables]="command -v ip6tables"
   [debootstrap]="command -v debootstrap"
 )
 missing=()
