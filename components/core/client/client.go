@@ -114,7 +114,7 @@ func (c *Client) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*Eval
 	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != wire.ContentType {
 		return nil, fmt.Errorf("%w: content type %q, want %s", ErrMalformedResponse, resp.Header.Get("Content-Type"), wire.ContentType)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxResponseBytes+1))
+	data, err := readBody(resp, c.maxResponseBytes)
 	if err != nil {
 		return nil, transportError(ctx, err)
 	}
@@ -139,6 +139,21 @@ func transportError(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", ErrTimeout, err)
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// readBody reads an answer of at most limit bytes, plus one to tell that
+// it was larger. A declared length sizes the buffer in one allocation.
+func readBody(resp *http.Response, limit int64) ([]byte, error) {
+	r := io.LimitReader(resp.Body, limit+1)
+	if n := resp.ContentLength; n >= 0 && n <= limit {
+		// The transport stops the body at the declared length.
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(r)
 }
 
 func statusError(resp *http.Response) error {

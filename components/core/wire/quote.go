@@ -20,6 +20,15 @@ func appendTime(b []byte, t metav1.Time) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// plain marks the ASCII bytes that encoding/json writes as they are; one
+// table lookup per byte keeps the common case fast.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString quotes s exactly as encoding/json does with HTML escaping:
 // <, > and & become \u003c, \u003e and \u0026, invalid UTF-8 becomes
 // \ufffd, and U+2028 and U+2029 are escaped.
@@ -29,7 +38,7 @@ func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if plain[c] {
 				i++
 				continue
 			}

@@ -103,6 +103,16 @@ func (d *decoder) intern(b []byte) string {
 	return s
 }
 
+// plainByte marks the bytes a string may hold as they are: printable ASCII
+// other than the quote and the backslash. One lookup per byte keeps the
+// scan of long documents fast.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // rawStr consumes a string token and returns its decoded bytes. Strings
 // without escapes are sliced straight from the document.
 func (d *decoder) rawStr() ([]byte, error) {
@@ -112,6 +122,10 @@ func (d *decoder) rawStr() ([]byte, error) {
 	start := d.pos + 1
 	for i := start; i < len(d.data); {
 		c := d.data[i]
+		if plainByte[c] {
+			i++
+			continue
+		}
 		switch {
 		case c == '"':
 			d.pos = i + 1
@@ -121,8 +135,6 @@ func (d *decoder) rawStr() ([]byte, error) {
 		case c < 0x20:
 			d.pos = i
 			return nil, d.errorf("control character %#02x in string", c)
-		case c < utf8.RuneSelf:
-			i++
 		default:
 			r, size := utf8.DecodeRune(d.data[i:])
 			if r == utf8.RuneError && size == 1 {
