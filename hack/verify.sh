@@ -21,6 +21,8 @@ touch "${marker}"
 stale=()
 while IFS= read -r -d '' f; do
   f=${f#"${copy}/"}
+  # go.work.sum is a checksum cache any go command may extend, not output.
+  [[ ${f} == go.work.sum ]] && continue
   cmp -s "${copy}/${f}" "${REPO_ROOT}/${f}" || stale+=("${f}")
 done < <(find "${copy}" -type f -newer "${marker}" -print0)
 if [[ ${#stale[@]} -gt 0 ]]; then
