@@ -1,0 +1,157 @@
+package evidence
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+)
+
+// Node feature labels read as nfd evidence.
+const (
+	LabelGPUCount        = "nvidia.com/gpu.count"
+	LabelGPUProduct      = "nvidia.com/gpu.product"
+	LabelSharingStrategy = "nvidia.com/gpu.sharing-strategy"
+	LabelMIGStrategy     = "nvidia.com/mig.strategy"
+	LabelCCMode          = "nvidia.com/cc.mode"
+	LabelCCModeState     = "nvidia.com/cc.mode.state"
+	LabelTEESGX          = "feature.node.kubernetes.io/cpu-security.sgx.enabled"
+	LabelTEESEVSNP       = "feature.node.kubernetes.io/cpu-security.sev.snp.enabled"
+	LabelTEETDX          = "feature.node.kubernetes.io/cpu-security.tdx.enabled"
+)
+
+// maxDevices is the most devices a NodeSecurityState may list.
+const maxDevices = 64
+
+// Facts is the evidence read from a node's labels, without the node's
+// identity and the time.
+type Facts struct {
+	// Source is nfd or mock.
+	Source v1alpha1.EvidenceSource
+	// Complete is false when a label is malformed, contradicts another or
+	// leaves a fact it announces undetermined.
+	Complete bool
+	// Devices are the node's GPUs, all with the same facts: labels describe
+	// a node, not a device.
+	Devices []v1alpha1.GPUDevice
+	// TEE is the node's TEE, nil when the labels name none.
+	TEE *v1alpha1.TEEFacts
+}
+
+// FromLabels reads a node's evidence from its labels. In lab mode, a node
+// with any guard.xila.us/mock-* label is described by those labels alone,
+// as source mock; otherwise the feature labels are read as source nfd and
+// mock labels are ignored.
+func FromLabels(labels map[string]string, lab bool) Facts {
+	if lab && hasMockLabel(labels) {
+		return fromMockLabels(labels)
+	}
+	return fromFeatureLabels(labels)
+}
+
+func hasMockLabel(labels map[string]string) bool {
+	for k := range labels {
+		if strings.HasPrefix(k, guard.MockLabelPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// fromFeatureLabels reads NFD and GPU operator labels.
+func fromFeatureLabels(l map[string]string) Facts {
+	f := Facts{Source: v1alpha1.SourceNFD, Complete: true}
+	count, ok := gpuCount(l[LabelGPUCount], l[LabelGPUProduct] != "")
+	f.Complete = f.Complete && ok
+	if count > 0 {
+		d := v1alpha1.GPUDevice{Vendor: "nvidia", Model: l[LabelGPUProduct]}
+		d.SharingMode, d.MIGProfile, ok = nvidiaSharing(l[LabelMIGStrategy], l[LabelSharingStrategy], d.Model)
+		f.Complete = f.Complete && ok
+		d.CCMode, ok = nvidiaCCMode(l[LabelCCMode], l[LabelCCModeState])
+		f.Complete = f.Complete && ok
+		f.Devices = replicate(d, count)
+	}
+	var tees []v1alpha1.TEEType
+	for label, t := range map[string]v1alpha1.TEEType{LabelTEESGX: v1alpha1.TEESGX, LabelTEESEVSNP: v1alpha1.TEESEVSNP, LabelTEETDX: v1alpha1.TEETDX} {
+		if l[label] == "true" {
+			tees = append(tees, t)
+		}
+	}
+	switch len(tees) {
+	case 0:
+	case 1:
+		f.TEE = &v1alpha1.TEEFacts{Type: tees[0]}
+	default:
+		f.Complete = false // several TEEs: which one the pod gets is unknown
+	}
+	return f
+}
+
+// gpuCount parses the GPU count. A product without a count, a malformed
+// count or one beyond what a NodeSecurityState holds is incomplete.
+func gpuCount(v string, product bool) (int, bool) {
+	if v == "" {
+		return 0, !product
+	}
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil || n < 0:
+		return 0, false
+	case n > maxDevices:
+		return maxDevices, false
+	}
+	return n, true
+}
+
+// nvidiaSharing maps the GPU operator's MIG and sharing strategies. With the
+// single MIG strategy, the product label ends in -MIG-<profile>.
+func nvidiaSharing(mig, sharing, product string) (v1alpha1.GPUSharingMode, string, bool) {
+	switch mig {
+	case "single":
+		if i := strings.LastIndex(product, "-MIG-"); i >= 0 {
+			return v1alpha1.SharingMIG, product[i+len("-MIG-"):], true
+		}
+		return v1alpha1.SharingMIG, "", false
+	case "mixed":
+		return v1alpha1.SharingMIG, "", true
+	case "", "none":
+	default:
+		return "", "", false
+	}
+	switch sharing {
+	case "none":
+		return v1alpha1.SharingExclusive, "", true
+	case "time-slicing":
+		return v1alpha1.SharingTimeSlicing, "", true
+	case "mps":
+		return v1alpha1.SharingMPS, "", true
+	}
+	return "", "", false
+}
+
+// nvidiaCCMode maps the GPU operator's CC mode labels. cc.mode is what was
+// asked for; cc.mode.state says whether it took effect, either as
+// "success" or by naming the mode in force. Until both agree the mode is
+// unknown. Without any CC label the mode is unknown but the evidence is not
+// incomplete: the evaluator decides whether the policy needs it.
+func nvidiaCCMode(mode, state string) (v1alpha1.GPUCCMode, bool) {
+	if mode == "" && state == "" {
+		return "", true
+	}
+	m, ok := map[string]v1alpha1.GPUCCMode{"on": v1alpha1.CCModeOn, "off": v1alpha1.CCModeOff, "devtools": v1alpha1.CCModeDevTools}[strings.ToLower(mode)]
+	if !ok || (state != "success" && !strings.EqualFold(state, mode)) {
+		return "", false
+	}
+	return m, true
+}
+
+// replicate returns n copies of d with the indices as IDs.
+func replicate(d v1alpha1.GPUDevice, n int) []v1alpha1.GPUDevice {
+	out := make([]v1alpha1.GPUDevice, n)
+	for i := range out {
+		out[i] = d
+		out[i].ID = strconv.Itoa(i)
+	}
+	return out
+}
