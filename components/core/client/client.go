@@ -88,12 +88,33 @@ func (c *Client) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*Eval
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	data, err := c.post(ctx, c.encode(req))
+	if err != nil {
+		return nil, err
+	}
+	// Strict decoding, except that fields added by a newer evaluator are
+	// skipped: duplicate keys or a null decision must not slip through.
+	var out wire.EvaluateResponse
+	if err := strictjson.Unmarshal(data, &out, strictjson.IgnoreUnknownFields()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformedResponse, err)
+	}
+	return newEvaluation(req, &out)
+}
+
+// encode encodes req into a buffer sized from the previous request.
+func (c *Client) encode(req *wire.EvaluateRequest) []byte {
 	body := wire.AppendRequest(make([]byte, 0, 512+len(req.Nodes)*int(c.nodeBytes.Load())), req)
 	if len(req.Nodes) >= 16 {
 		c.nodeBytes.Store(int64(len(body) / len(req.Nodes)))
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
+	return body
+}
+
+// post sends body and returns the body of a 200 JSON answer; every other
+// outcome is an error.
+func (c *Client) post(ctx context.Context, body []byte) ([]byte, error) {
 	// A bytes.Reader lets the transport write the body in one piece. The
 	// buffer is not recycled: the transport may still read it after Do
 	// returns.
@@ -121,13 +142,7 @@ func (c *Client) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*Eval
 	if int64(len(data)) > c.maxResponseBytes {
 		return nil, fmt.Errorf("%w: answer exceeds %d bytes", ErrMalformedResponse, c.maxResponseBytes)
 	}
-	// Strict decoding, except that fields added by a newer evaluator are
-	// skipped: duplicate keys or a null decision must not slip through.
-	var out wire.EvaluateResponse
-	if err := strictjson.Unmarshal(data, &out, strictjson.IgnoreUnknownFields()); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMalformedResponse, err)
-	}
-	return newEvaluation(req, &out)
+	return data, nil
 }
 
 // transportError classifies a failed round trip. A deadline, the call's or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -115,6 +116,8 @@ func TestEvaluateIgnoresFieldsOfNewerEvaluators(t *testing.T) {
 
 func TestEvaluateFailsClosed(t *testing.T) {
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Reading the body first lets the server notice the client hang up.
+		_, _ = io.Copy(io.Discard, r.Body)
 		select {
 		case <-time.After(2 * time.Second):
 		case <-r.Context().Done():
