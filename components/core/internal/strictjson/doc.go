@@ -12,7 +12,11 @@
 //     the API machinery uses: nodes[3].state.observedAt;
 //   - decodes metav1.Time and metav1.Duration itself rather than through
 //     their UnmarshalJSON methods, with the same results, so that large
-//     requests avoid thousands of nested decoder runs.
+//     requests avoid thousands of nested decoder runs;
+//   - copies the document once and cuts decoded strings from that copy, so
+//     that a string costs no allocation of its own. Any decoded string keeps
+//     the whole copy alive, which suits values that live as long as the
+//     request they came from.
 //
 // Whatever it accepts, encoding/json accepts too and decodes to the same
 // value; the fuzz test checks that.

@@ -63,44 +63,27 @@ func (d *decoder) literal(word string) error {
 	return nil
 }
 
-// Interning limits: strings longer than maxInternLen are rarely repeated,
-// and the table stops growing at maxInterned entries so that a document of
-// unique strings costs a bounded amount of memory.
-const (
-	maxInternLen = 128
-	maxInterned  = 1024
-)
-
-// str consumes a string token and returns its contents.
+// str consumes a string token and returns its contents. A string without
+// escapes is a substring of the document's text, which costs no
+// allocation; the decoded value keeps the text alive.
 func (d *decoder) str() (string, error) {
-	raw, err := d.rawStr()
+	d.skipSpace()
+	start := d.pos + 1
+	raw, escaped, err := d.rawStr()
 	if err != nil {
 		return "", err
 	}
-	return d.intern(raw), nil
+	if escaped {
+		return string(raw), nil
+	}
+	return d.text[start : start+len(raw)], nil
 }
 
 // key consumes a member name. The bytes may alias the document, so a
 // lookup costs no allocation.
 func (d *decoder) key() ([]byte, error) {
-	return d.rawStr()
-}
-
-func (d *decoder) intern(b []byte) string {
-	if len(b) > maxInternLen {
-		return string(b)
-	}
-	if s, ok := d.interned[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	if d.interned == nil {
-		d.interned = make(map[string]string, 64)
-	}
-	if len(d.interned) < maxInterned {
-		d.interned[s] = s
-	}
-	return s
+	raw, _, err := d.rawStr()
+	return raw, err
 }
 
 // plainByte marks the bytes a string may hold as they are: printable ASCII
@@ -113,11 +96,12 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
-// rawStr consumes a string token and returns its decoded bytes. Strings
-// without escapes are sliced straight from the document.
-func (d *decoder) rawStr() ([]byte, error) {
+// rawStr consumes a string token and returns its decoded bytes, and
+// whether it had escapes. Strings without escapes are sliced straight from
+// the document.
+func (d *decoder) rawStr() ([]byte, bool, error) {
 	if d.peek() != '"' {
-		return nil, d.errorf("expected a string, found %s", d.found())
+		return nil, false, d.errorf("expected a string, found %s", d.found())
 	}
 	start := d.pos + 1
 	for i := start; i < len(d.data); {
@@ -129,23 +113,24 @@ func (d *decoder) rawStr() ([]byte, error) {
 		switch {
 		case c == '"':
 			d.pos = i + 1
-			return d.data[start:i], nil
+			return d.data[start:i], false, nil
 		case c == '\\':
-			return d.escapedStr(start)
+			raw, err := d.escapedStr(start)
+			return raw, true, err
 		case c < 0x20:
 			d.pos = i
-			return nil, d.errorf("control character %#02x in string", c)
+			return nil, false, d.errorf("control character %#02x in string", c)
 		default:
 			r, size := utf8.DecodeRune(d.data[i:])
 			if r == utf8.RuneError && size == 1 {
 				d.pos = i
-				return nil, d.errorf("invalid UTF-8 in string")
+				return nil, false, d.errorf("invalid UTF-8 in string")
 			}
 			i += size
 		}
 	}
 	d.pos = len(d.data)
-	return nil, d.errorf("unterminated string")
+	return nil, false, d.errorf("unterminated string")
 }
 
 // escapedStr decodes a string that contains escapes, from its first byte.

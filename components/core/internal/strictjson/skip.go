@@ -54,7 +54,7 @@ func (d *decoder) skipScalarOrOpen(open *[]byte) error {
 				}
 			}
 		case '"':
-			_, err := d.rawStr()
+			_, _, err := d.rawStr()
 			return err
 		case 't':
 			return d.literal("true")
@@ -73,7 +73,7 @@ func (d *decoder) skipScalarOrOpen(open *[]byte) error {
 }
 
 func (d *decoder) skipKey() error {
-	if _, err := d.rawStr(); err != nil {
+	if _, _, err := d.rawStr(); err != nil {
 		return err
 	}
 	if d.peek() != ':' {

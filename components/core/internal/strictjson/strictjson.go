@@ -59,7 +59,7 @@ func Unmarshal(data []byte, v any, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	d := &decoder{data: data}
+	d := &decoder{data: data, text: string(data)}
 	for _, o := range opts {
 		o(&d.opts)
 	}
@@ -85,9 +85,9 @@ type decoder struct {
 	pos  int
 	path []step
 	opts options
-	// interned holds short strings seen before, so that values repeated
-	// across thousands of nodes (sources, modes, models) are allocated once.
-	interned map[string]string
+	// text is data as one string, made once per document, that decoded
+	// strings are cut from.
+	text string
 }
 
 // step is one element of a path: a field name, or an index when name is "".

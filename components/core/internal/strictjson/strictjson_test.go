@@ -226,3 +226,17 @@ func TestRecursiveTypes(t *testing.T) {
 		t.Errorf("error = %v", err)
 	}
 }
+
+// TestStringsAreCutFromTheDocument checks the substrings around
+// whitespace and escapes, the two ways their offsets could slip.
+func TestStringsAreCutFromTheDocument(t *testing.T) {
+	var got doc
+	in := " {  \"name\"  :\n \"abc\" , \"tags\" : [ \"x\\ny\" ,\t\"zz\" ], \"labels\":{ \"k\" :  \"v\\u00e9w\" } } "
+	if err := Unmarshal([]byte(in), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := doc{Name: "abc", Tags: []string{"x\ny", "zz"}, Labels: map[string]string{"k": "véw"}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(doc{}, rawText{})); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
