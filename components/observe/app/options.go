@@ -1,0 +1,79 @@
+// Package app assembles the observe controller: flags, logging, the
+// manager with leader election, health and metrics endpoints, and the
+// publisher, taint and post-binding controllers.
+package app
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/observe/evidence"
+	"github.com/xila-guard/xila-guard/components/observe/postbind"
+)
+
+// InProcess as --core-url runs the evaluator library inside the controller
+// instead of calling xila-guard-core.
+const InProcess = "in-process"
+
+// Options are the controller's settings, one flag each.
+type Options struct {
+	Kubeconfig       string
+	CoreURL          string
+	EvalTimeout      time.Duration
+	Profile          guard.Profile
+	MockEvidence     bool
+	PublishEvidence  bool
+	TaintPools       bool
+	RefreshPeriod    time.Duration
+	Resync           time.Duration
+	Workers          int
+	ReportFile       string
+	MetricsAddr      string
+	ProbeAddr        string
+	LeaderElect      bool
+	LeaderElectionNS string
+}
+
+// ParseFlags reads the options from args; usage goes to out.
+func ParseFlags(args []string, out io.Writer) (*Options, error) {
+	o := &Options{}
+	fs := flag.NewFlagSet("xila-guard-observe", flag.ContinueOnError)
+	fs.SetOutput(out)
+	var profile string
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses in-cluster config or $KUBECONFIG")
+	fs.StringVar(&o.CoreURL, "core-url", guard.DefaultCoreURL, "base URL of xila-guard-core, or "+InProcess+" to run the evaluator library in this process")
+	fs.DurationVar(&o.EvalTimeout, "eval-timeout", guard.DefaultEvalTimeout, "bound on one evaluator call")
+	fs.StringVar(&profile, "profile", string(guard.ProfileProduction), "evaluator profile to ask for: production or lab")
+	fs.BoolVar(&o.MockEvidence, "mock-evidence", false, "lab only: publish guard.xila.us/mock-* node labels as mock evidence")
+	fs.BoolVar(&o.PublishEvidence, "publish-evidence", true, "publish NodeSecurityStates from node feature labels")
+	fs.BoolVar(&o.TaintPools, "taint-pools", true, "keep the NoSchedule pool taint of pool nodes in step with their label")
+	fs.DurationVar(&o.RefreshPeriod, "refresh-period", evidence.DefaultRefreshPeriod, "how often unchanged evidence gets a new observedAt")
+	fs.DurationVar(&o.Resync, "resync", postbind.DefaultResync, "how often every protected pod is re-evaluated")
+	fs.IntVar(&o.Workers, "workers", 8, "concurrent post-binding evaluations")
+	fs.StringVar(&o.ReportFile, "report-file", "", "file the JSON report lines are appended to; empty for stdout")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":9090", "address of the /metrics endpoint; 0 disables it")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":9091", "address of /healthz and /readyz")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader, so that two replicas can run")
+	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "namespace of the leader Lease; empty for the pod's own")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	o.Profile = guard.Profile(profile)
+	switch {
+	case !o.Profile.IsValid():
+		return nil, fmt.Errorf("--profile %q: want %s or %s", profile, guard.ProfileProduction, guard.ProfileLab)
+	case o.MockEvidence && o.Profile != guard.ProfileLab:
+		return nil, fmt.Errorf("--mock-evidence needs --profile %s", guard.ProfileLab)
+	case o.EvalTimeout <= 0 || o.RefreshPeriod <= 0 || o.Resync <= 0:
+		return nil, fmt.Errorf("--eval-timeout, --refresh-period and --resync must be positive")
+	case o.Workers < 1:
+		return nil, fmt.Errorf("--workers must be at least 1")
+	}
+	return o, nil
+}

@@ -1,0 +1,140 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/client"
+	"github.com/xila-guard/xila-guard/components/core/evaluate"
+	"github.com/xila-guard/xila-guard/components/observe/evidence"
+	"github.com/xila-guard/xila-guard/components/observe/metrics"
+	"github.com/xila-guard/xila-guard/components/observe/pooltaint"
+	"github.com/xila-guard/xila-guard/components/observe/postbind"
+)
+
+// LeaderElectionID names the Lease the replicas compete for.
+const LeaderElectionID = "xila-guard-observe.guard.xila.us"
+
+// Run parses args and runs the controller until ctx ends. The report goes
+// to stdout (or --report-file), JSON logs to stderr.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := ParseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := logr.FromSlogHandler(slog.NewJSONHandler(stderr, nil))
+	ctrl.SetLogger(log)
+	cfg, err := restConfig(o.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	report := stdout
+	if o.ReportFile != "" {
+		f, err := os.OpenFile(o.ReportFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o640)
+		if err != nil {
+			return fmt.Errorf("opening the report file: %w", err)
+		}
+		defer f.Close()
+		report = f
+	}
+	return RunWithConfig(ctx, cfg, o, report, log)
+}
+
+// RunWithConfig runs the controller against the cluster of cfg.
+func RunWithConfig(ctx context.Context, cfg *rest.Config, o *Options, report io.Writer, log logr.Logger) error {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	eval, err := newEvaluator(o)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Logger:                        log,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	m, err := metrics.New(nil)
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return fmt.Errorf("informers not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if o.PublishEvidence {
+		p := &evidence.Publisher{Client: mgr.GetClient(), Lab: o.MockEvidence, RefreshPeriod: o.RefreshPeriod, OnPublish: m.Published}
+		if err := p.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the evidence publisher: %w", err)
+		}
+	}
+	if o.TaintPools {
+		if err := (&pooltaint.Manager{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the pool taint manager: %w", err)
+		}
+	}
+	r := &postbind.Reconciler{Client: mgr.GetClient(), Evaluator: eval, Profile: o.Profile,
+		Recorder: mgr.GetEventRecorder("xila-guard-observe"), Sink: postbind.NewSink(report), Observer: m, Resync: o.Resync}
+	if err := r.SetupWithManager(ctx, mgr, o.Workers); err != nil {
+		return fmt.Errorf("setting up post-binding evaluation: %w", err)
+	}
+	log.Info("starting", "coreURL", o.CoreURL, "profile", o.Profile, "mockEvidence", o.MockEvidence, "leaderElect", o.LeaderElect)
+	return mgr.Start(ctx)
+}
+
+// newEvaluator returns the service client, or the library in-process.
+func newEvaluator(o *Options) (postbind.Evaluator, error) {
+	if o.CoreURL == InProcess {
+		e, err := evaluate.New(evaluate.Options{Profile: o.Profile})
+		if err != nil {
+			return nil, fmt.Errorf("creating the in-process evaluator: %w", err)
+		}
+		return postbind.Local{Evaluator: e}, nil
+	}
+	c, err := client.New(o.CoreURL, client.WithTimeout(o.EvalTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("creating the evaluator client: %w", err)
+	}
+	return postbind.Remote{Client: c}, nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
