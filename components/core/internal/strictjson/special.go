@@ -53,6 +53,8 @@ func decodeMetav1Duration(d *decoder, v reflect.Value) error {
 
 // decodeUnmarshaler hands the raw value to a type's own UnmarshalJSON.
 func decodeUnmarshaler(d *decoder, v reflect.Value) error {
+	// The value starts at its first byte, not at the space before it.
+	d.skipSpace()
 	start := d.pos
 	if err := d.skipValue(); err != nil {
 		return err
