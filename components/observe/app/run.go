@@ -27,6 +27,17 @@ import (
 	"github.com/xila-guard/xila-guard/components/observe/postbind"
 )
 
+// RBAC of the controller's service account, the only writer of
+// NodeSecurityState. config/rbac/role.yaml is generated from these markers.
+//
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=nodes/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods;namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=guard.xila.us,resources=nodesecuritystates,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=guard.xila.us,resources=tenantbindings;placementpolicies,verbs=get;list;watch
+
 // LeaderElectionID names the Lease the replicas compete for.
 const LeaderElectionID = "xila-guard-observe.guard.xila.us"
 

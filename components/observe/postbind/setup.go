@@ -2,6 +2,7 @@ package postbind
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
@@ -46,6 +48,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 		Watches(&corev1.Node{}, r.podsOnNode(c), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.TenantBinding{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return podsIn(ctx, c, o.(*v1alpha1.TenantBinding).Spec.Namespaces...)
+		})).
+		Watches(&v1alpha1.PlacementPolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return podsIn(ctx, c, namespacesUsing(ctx, c, o.GetName())...)
 		})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return podsIn(ctx, c, o.GetName())
@@ -85,6 +90,32 @@ func requests(pods []corev1.Pod) []reconcile.Request {
 	for i := range pods {
 		if bound(&pods[i]) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pods[i].Namespace, Name: pods[i].Name}})
+		}
+	}
+	return out
+}
+
+// namespacesUsing returns the namespaces whose pods may be judged by the
+// named policy: those listed by a binding that refers to it, and those that
+// name it in their policy annotation.
+func namespacesUsing(ctx context.Context, c client.Reader, policy string) []string {
+	var out []string
+	var bindings v1alpha1.TenantBindingList
+	if err := c.List(ctx, &bindings); err != nil {
+		log.FromContext(ctx).Error(err, "listing TenantBindings", "policy", policy)
+	}
+	for _, b := range bindings.Items {
+		if ref := b.Spec.EffectivePolicyRef; ref != nil && ref.Name == policy {
+			out = append(out, b.Spec.Namespaces...)
+		}
+	}
+	var namespaces corev1.NamespaceList
+	if err := c.List(ctx, &namespaces); err != nil {
+		log.FromContext(ctx).Error(err, "listing namespaces", "policy", policy)
+	}
+	for _, ns := range namespaces.Items {
+		if ns.Annotations[guard.AnnotationPolicy] == policy && !slices.Contains(out, ns.Name) {
+			out = append(out, ns.Name)
 		}
 	}
 	return out

@@ -158,4 +158,22 @@ func TestIntegrationPostBindingAndDrift(t *testing.T) {
 			return fmt.Errorf("no %s event on train-0 among %d", guard.EventReasonPolicyViolation, len(evs.Items))
 		})
 	})
+	t.Run("policy edit re-evaluates the tenant's pods", func(t *testing.T) {
+		p := &v1alpha1.PlacementPolicy{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: "no-time-slicing"}, p); err != nil {
+			t.Fatal(err)
+		}
+		p.Spec.GPUSharing = nil
+		if err := k8s.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 5*time.Second, func() error {
+			for _, r := range out.records(t) {
+				if r.Pod == "train-1" && r.Kind == postbind.KindDrift && r.Decision == guard.DecisionAllow {
+					return nil
+				}
+			}
+			return fmt.Errorf("no drift to allow for train-1")
+		})
+	})
 }
