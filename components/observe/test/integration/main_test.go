@@ -27,6 +27,8 @@ var (
 	cfg    *rest.Config
 	k8s    client.Client
 	scheme = runtime.NewScheme()
+	// testEnv is the running API server, for adding users.
+	testEnv *envtest.Environment
 )
 
 func TestMain(m *testing.M) {
@@ -58,6 +60,7 @@ func run(m *testing.M) (int, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}
+	testEnv = env
 	var err error
 	if cfg, err = env.Start(); err != nil {
 		return 0, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
