@@ -1,0 +1,22 @@
+package guard
+
+import (
+	"regexp"
+	"slices"
+	"testing"
+)
+
+func TestCallerReasons(t *testing.T) {
+	upperSnake := regexp.MustCompile(`^[A-Z]+(_[A-Z]+)*$`)
+	for i, r := range CallerReasons {
+		if !upperSnake.MatchString(string(r)) {
+			t.Errorf("%q is not UPPER_SNAKE", r)
+		}
+		if slices.Contains(Reasons, r) {
+			t.Errorf("%s is also an evaluator reason", r)
+		}
+		if slices.Contains(CallerReasons[:i], r) {
+			t.Errorf("%s is listed twice", r)
+		}
+	}
+}
