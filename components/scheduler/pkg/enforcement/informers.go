@@ -1,0 +1,78 @@
+package enforcement
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/tools/cache"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/xila-guard/xila-guard/components/scheduler/internal/guardclient"
+)
+
+// startCaches builds the plugin's caches: the scheduler's shared informers
+// for namespaces, nodes and pods, and informers of its own for the guard
+// kinds. Until every cache has synced, PreFilter refuses each pod with an
+// error, which retries it after a backoff: without the TenantBindings it
+// cannot tell which pods are protected.
+func startCaches(ctx context.Context, h fwk.Handle, gc *guardclient.Client, poolLabel string) (*caches, []guardInformer, error) {
+	factory := h.SharedInformerFactory()
+	nsInformer := factory.Core().V1().Namespaces().Informer()
+	if err := nsInformer.AddIndexers(namespaceIndexers); err != nil {
+		return nil, nil, fmt.Errorf("indexing namespaces: %w", err)
+	}
+	c := &caches{
+		poolLabel:  poolLabel,
+		namespaces: nsInformer.GetIndexer(),
+		nodes:      factory.Core().V1().Nodes().Lister(),
+		pods:       factory.Core().V1().Pods().Lister(),
+		synced:     []cache.InformerSynced{nsInformer.HasSynced},
+	}
+	var infs []guardInformer
+	for _, r := range []struct {
+		resource string
+		indexers cache.Indexers
+		into     *cache.Indexer
+	}{
+		{guardclient.TenantBindings, bindingIndexers, &c.bindings},
+		{guardclient.PlacementPolicies, nil, &c.policies},
+		{guardclient.NodeSecurityStates, nil, &c.states},
+	} {
+		lw, obj, err := gc.ListWatch(r.resource)
+		if err != nil {
+			return nil, nil, err
+		}
+		inf := cache.NewSharedIndexInformerWithOptions(lw, obj, cache.SharedIndexInformerOptions{
+			Indexers: r.indexers, ObjectDescription: r.resource,
+		})
+		*r.into = inf.GetIndexer()
+		c.synced = append(c.synced, inf.HasSynced)
+		infs = append(infs, guardInformer{r.resource, inf})
+	}
+	return c, infs, nil
+}
+
+// guardInformer is an informer of one of the guard kinds.
+type guardInformer struct {
+	resource string
+	informer cache.SharedIndexInformer
+}
+
+// watch registers the activator's handlers and starts the informers.
+func watch(ctx context.Context, h fwk.Handle, infs []guardInformer, a *activator) error {
+	handlers := map[string]cache.ResourceEventHandler{
+		guardclient.TenantBindings:     a.bindingHandler(),
+		guardclient.PlacementPolicies:  a.policyHandler(),
+		guardclient.NodeSecurityStates: a.stateHandler(),
+	}
+	if _, err := h.SharedInformerFactory().Core().V1().Namespaces().Informer().AddEventHandler(a.namespaceHandler()); err != nil {
+		return fmt.Errorf("watching namespaces: %w", err)
+	}
+	for _, gi := range infs {
+		if _, err := gi.informer.AddEventHandler(handlers[gi.resource]); err != nil {
+			return fmt.Errorf("watching %s: %w", gi.resource, err)
+		}
+		go gi.informer.RunWithContext(ctx)
+	}
+	return nil
+}

@@ -1,0 +1,251 @@
+package enforcement
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/utils/clock"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/version"
+	"github.com/xila-guard/xila-guard/components/core/client"
+	"github.com/xila-guard/xila-guard/components/scheduler/internal/guardclient"
+)
+
+// Name is the plugin's name in a KubeSchedulerConfiguration.
+const Name = guard.PluginName
+
+// namespaceSignerName keys the pod's namespace in batching signatures: the
+// namespace decides the tenant, and so every answer of this plugin.
+const namespaceSignerName = "v1.Pod.Namespace"
+
+// freshReadsPerBind is how many API reads PreBind makes at most for one
+// pod. The plugin's own clients get that multiple of the scheduler's rate
+// limit, so that the re-reads never throttle binding.
+const freshReadsPerBind = 5
+
+// Enforcement is the XilaGuardEnforcement plugin. It admits a protected
+// pod onto a node only on an explicit allow from the evaluator, keeps every
+// other pod off the pool nodes, and stands in for the TaintToleration
+// filter so that tenants need no toleration for their own pool.
+type Enforcement struct {
+	handle   fwk.Handle
+	settings settings
+	eval     *guardedEvaluator
+	caches   *caches
+	core     kubernetes.Interface
+	guard    guardReader
+	activate *activator
+	// taintComparisonOperators follows the feature gate of the same name,
+	// as the TaintToleration plugin does.
+	taintComparisonOperators bool
+}
+
+var (
+	_ fwk.PreFilterPlugin   = &Enforcement{}
+	_ fwk.FilterPlugin      = &Enforcement{}
+	_ fwk.ReservePlugin     = &Enforcement{}
+	_ fwk.PreBindPlugin     = &Enforcement{}
+	_ fwk.EnqueueExtensions = &Enforcement{}
+	_ fwk.SignPlugin        = &Enforcement{}
+)
+
+// Name returns the plugin's name.
+func (pl *Enforcement) Name() string { return Name }
+
+// SignPod lets the scheduler batch pods that would get the same answers:
+// the plugin's depend on the namespace and the tolerations only. Batching
+// never skips PreFilter, and the node it hints at still passes Filter.
+func (pl *Enforcement) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return []fwk.SignFragment{
+		{Key: fwk.TolerationsSignerName, Value: fwk.TolerationsSigner(pod)},
+		{Key: namespaceSignerName, Value: pod.Namespace},
+	}, nil
+}
+
+// PreFilter resolves the pod's tenant and policy, snapshots the evidence of
+// the tenant's pool nodes from the caches, and asks the evaluator about all
+// of them — plus one node in no pool, whose answer holds for every such
+// node — in a single call. Filter then only looks answers up. A pod the
+// evaluator refuses outright, or about which it gives no answer, is
+// refused on every node here.
+func (pl *Enforcement) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if !pl.caches.hasSynced() {
+		return nil, fwk.NewStatus(fwk.Error, "waiting for the caches of namespaces and guard.xila.us objects to sync")
+	}
+	id, err := pl.caches.resolve(pod.Namespace)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	st := &cycleState{id: id}
+	cs.Write(stateKey, st)
+	if !id.protected || pl.settings.evaluatePerNode {
+		return nil, nil
+	}
+	candidates, unpooled := pl.snapshot(&id, nodes)
+	ev, err := pl.evaluate(ctx, pointPreFilter, pl.request(pod, &id, candidates))
+	if err != nil {
+		pl.activate.retryLater(pod, pl.eval.retryDelay())
+		countRefusal(pointPreFilter, []guard.Reason{failureReason(err)})
+		return nil, evaluatorStatus(err)
+	}
+	if ev.Pod.Decision != guard.DecisionAllow {
+		countRefusal(pointPreFilter, ev.Pod.Reasons)
+		return nil, podStatus(ev.Pod, id.note)
+	}
+	st.judged = make(map[string]*judgement, len(candidates))
+	for i, r := range ev.Results {
+		j := newJudgement(candidates[i].UID, r)
+		if i == unpooled {
+			st.unpooled = j
+		} else {
+			st.judged[r.Node] = j
+		}
+	}
+	return narrow(st), nil
+}
+
+// PreFilterExtensions returns nil: answers do not depend on other pods.
+func (pl *Enforcement) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter applies the condition table to the node: other pools are closed,
+// the tenant's pool and unpooled nodes pass only on the evaluator's allow,
+// and unprotected pods stay off every pool node. The taints are checked
+// last, with the pool taint tolerated for the pool's own tenant.
+func (pl *Enforcement) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	st, err := readState(cs)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	node := ni.Node()
+	pool := node.Labels[pl.settings.poolLabel]
+	var status *fwk.Status
+	switch {
+	case !st.id.protected && pool != "":
+		return tenantMismatch(pool, &st.id)
+	case !st.id.protected:
+	case pl.settings.evaluatePerNode:
+		status = pl.filterPerNode(ctx, st, pod, node, pool)
+	default:
+		status = lookup(st, node, pool)
+	}
+	if status != nil {
+		return status
+	}
+	return pl.taintStatus(klog.FromContext(ctx), pod, node, st.id.pool())
+}
+
+// Reserve remembers the UID of the chosen node, for PreBind to compare.
+func (pl *Enforcement) Reserve(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeName string) *fwk.Status {
+	st, err := readState(cs)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if !st.id.protected {
+		return nil
+	}
+	ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(nodeName)
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("reading node %s from the snapshot: %w", nodeName, err))
+	}
+	st.chosen, st.chosenUID = nodeName, ni.Node().UID
+	return nil
+}
+
+// Unreserve has nothing to undo: Reserve only took a note for PreBind.
+func (pl *Enforcement) Unreserve(context.Context, fwk.CycleState, *corev1.Pod, string) {}
+
+// PreBindPreFlight skips PreBind for pods that are not protected.
+func (pl *Enforcement) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ string) *fwk.Status {
+	st, err := readState(cs)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if !st.id.protected {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	return nil
+}
+
+// PreBind re-judges the chosen node on facts read from the API server and
+// refuses the bind, which sends the pod back to the queue, unless the
+// evaluator allows it and the node is still the one Filter judged.
+func (pl *Enforcement) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	st, err := readState(cs)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if !st.id.protected {
+		return nil
+	}
+	return pl.confirm(ctx, pod, st, nodeName)
+}
+
+// New builds the plugin from its Args and the environment variables of
+// the architecture, which take precedence.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	var args Args
+	if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
+		return nil, fmt.Errorf("invalid %sArgs: %w", Name, err)
+	}
+	s, err := resolveSettings(args, os.LookupEnv)
+	if err != nil {
+		return nil, fmt.Errorf("invalid %sArgs: %w", Name, err)
+	}
+	ev, err := client.New(s.coreURL, client.WithTimeout(s.evalTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("invalid %sArgs: %w", Name, err)
+	}
+	cfg := rest.CopyConfig(h.KubeConfig())
+	if cfg.QPS > 0 {
+		cfg.QPS *= freshReadsPerBind
+		cfg.Burst *= freshReadsPerBind
+	}
+	gc, err := guardclient.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building a Kubernetes client: %w", err)
+	}
+	c, infs, err := startCaches(ctx, h, gc, s.poolLabel)
+	if err != nil {
+		return nil, err
+	}
+	pl := newEnforcement(ctx, h, s, ev, c, core, gc)
+	if err := watch(ctx, h, infs, pl.activate); err != nil {
+		return nil, err
+	}
+	klog.FromContext(ctx).Info("Xila Guard enforcement enabled", "version", version.Get(), "profile", h.ProfileName(),
+		"evaluator", s.coreURL, "evaluatorProfile", s.profile, "timeout", s.evalTimeout, "poolLabel", s.poolLabel,
+		"evaluatePerNode", s.evaluatePerNode)
+	return pl, nil
+}
+
+// newEnforcement assembles the plugin from its parts; tests call it with
+// fakes.
+func newEnforcement(ctx context.Context, h fwk.Handle, s settings, ev Evaluator, c *caches,
+	core kubernetes.Interface, gr guardReader) *Enforcement {
+	registerMetrics()
+	return &Enforcement{
+		handle:                   h,
+		settings:                 s,
+		eval:                     &guardedEvaluator{next: ev, clock: clock.RealClock{}},
+		caches:                   c,
+		core:                     core,
+		guard:                    gr,
+		activate:                 newActivator(ctx, h, c, h.ProfileName()),
+		taintComparisonOperators: utilfeature.DefaultFeatureGate.Enabled(features.TaintTolerationComparisonOperators),
+	}
+}

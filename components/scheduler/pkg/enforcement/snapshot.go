@@ -1,0 +1,132 @@
+package enforcement
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/core/client"
+	"github.com/xila-guard/xila-guard/components/core/wire"
+)
+
+// snapshot lists the nodes PreFilter asks about: every node of the
+// tenant's pool with its cached evidence, then the first node in no pool.
+// The evaluator decides a node in no pool by its placement alone (allowed
+// under confinement Any, refused under Pool), so one answer stands for all
+// of them; PreBind still asks about the very node chosen. Nodes of other
+// pools are not asked about: whatever their evidence, the answer is
+// TENANT_MISMATCH. unpooled is the index of the node in no pool, or -1.
+func (pl *Enforcement) snapshot(id *identity, nodes []fwk.NodeInfo) (candidates []wire.Node, unpooled int) {
+	unpooled = -1
+	if id.tenant == nil || id.policy == nil {
+		return nil, unpooled // refused before any node is looked at
+	}
+	pool := id.pool()
+	var first *corev1.Node
+	candidates = make([]wire.Node, 0, 64)
+	for _, ni := range nodes {
+		n := ni.Node()
+		switch n.Labels[pl.settings.poolLabel] {
+		case pool:
+			c := wire.Node{Name: n.Name, UID: n.UID, Pool: pool}
+			if s := pl.caches.state(n.Name); s != nil {
+				c.State = &s.Spec
+			}
+			candidates = append(candidates, c)
+		case "":
+			if first == nil {
+				first = n
+			}
+		}
+	}
+	if first != nil {
+		unpooled = len(candidates)
+		candidates = append(candidates, wire.Node{Name: first.Name, UID: first.UID})
+	}
+	return candidates, unpooled
+}
+
+// narrow limits the cycle to the tenant's pool when nodes in no pool are
+// refused: Filter would refuse every other node anyway, and skipping them
+// spares every plugin's work. The framework reports the nodes left out as
+// "didn't satisfy plugin(s) [XilaGuardEnforcement]".
+func narrow(st *cycleState) *fwk.PreFilterResult {
+	if len(st.judged) == 0 || (st.unpooled != nil && st.unpooled.decision == guard.DecisionAllow) {
+		return nil
+	}
+	names := sets.New[string]()
+	for name := range st.judged {
+		names.Insert(name)
+	}
+	return &fwk.PreFilterResult{NodeNames: names}
+}
+
+// lookup finds PreFilter's answer about a node.
+func lookup(st *cycleState, node *corev1.Node, pool string) *fwk.Status {
+	var j *judgement
+	switch pool {
+	case st.id.pool():
+		if j = st.judged[node.Name]; j != nil && j.uid != node.UID {
+			j = nil
+		}
+	case "":
+		j = st.unpooled
+	default:
+		return tenantMismatch(pool, &st.id)
+	}
+	if j == nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) refused by Xila Guard: not judged in this scheduling cycle")
+	}
+	return nodeStatus(j)
+}
+
+// filterPerNode asks the evaluator about one node: the naive design that
+// the per-cycle snapshot replaces, kept to measure the difference.
+func (pl *Enforcement) filterPerNode(ctx context.Context, st *cycleState, pod *corev1.Pod, node *corev1.Node, pool string) *fwk.Status {
+	n := wire.Node{Name: node.Name, UID: node.UID, Pool: pool}
+	if s := pl.caches.state(node.Name); s != nil && pool != "" {
+		n.State = &s.Spec
+	}
+	ev, err := pl.evaluate(ctx, pointFilter, pl.request(pod, &st.id, []wire.Node{n}))
+	if err != nil {
+		return evaluatorStatus(err)
+	}
+	if ev.Pod.Decision != guard.DecisionAllow {
+		return podStatus(ev.Pod, st.id.note)
+	}
+	j := newJudgement(node.UID, ev.Results[0])
+	st.record(node.Name, j)
+	return nodeStatus(j)
+}
+
+// request builds an evaluation request for the pod.
+func (pl *Enforcement) request(pod *corev1.Pod, id *identity, nodes []wire.Node) *wire.EvaluateRequest {
+	if nodes == nil {
+		nodes = []wire.Node{}
+	}
+	return &wire.EvaluateRequest{
+		Profile: pl.settings.profile,
+		Pod:     wire.Pod{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Tenant:  id.tenant,
+		Policy:  id.policy,
+		Nodes:   nodes,
+	}
+}
+
+// evaluate calls the evaluator and records the call.
+func (pl *Enforcement) evaluate(ctx context.Context, point string, req *wire.EvaluateRequest) (*client.Evaluation, error) {
+	start := time.Now()
+	ev, err := pl.eval.Evaluate(ctx, req)
+	evaluationDuration.WithLabelValues(point).Observe(time.Since(start).Seconds())
+	evaluationsTotal.WithLabelValues(point, callResult(err)).Inc()
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("No decision from the evaluator", "point", point,
+			"pod", klog.KRef(req.Pod.Namespace, req.Pod.Name), "nodes", len(req.Nodes), "err", err)
+	}
+	return ev, err
+}
