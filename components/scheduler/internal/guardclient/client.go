@@ -56,12 +56,6 @@ func (c *Client) NodeSecurityState(ctx context.Context, name string) (*v1alpha1.
 	return out, c.get(ctx, NodeSecurityStates, name, out)
 }
 
-// TenantBinding reads the named TenantBinding.
-func (c *Client) TenantBinding(ctx context.Context, name string) (*v1alpha1.TenantBinding, error) {
-	out := &v1alpha1.TenantBinding{}
-	return out, c.get(ctx, TenantBindings, name, out)
-}
-
 // PlacementPolicy reads the named PlacementPolicy.
 func (c *Client) PlacementPolicy(ctx context.Context, name string) (*v1alpha1.PlacementPolicy, error) {
 	out := &v1alpha1.PlacementPolicy{}

@@ -18,6 +18,15 @@ import (
 // other pod behind a silent evaluator.
 const MaxEvalTimeout = 10 * time.Second
 
+// DefaultAnswerReuse is how long an answer about an unchanged snapshot is
+// reused by default: long enough to serve a burst of a tenant's pods with
+// one call, short enough that time-based findings (stale evidence) are
+// seen at once — and PreBind re-judges on fresh facts anyway.
+const DefaultAnswerReuse = 500 * time.Millisecond
+
+// MaxAnswerReuse bounds Args.AnswerReuse.
+const MaxAnswerReuse = 5 * time.Second
+
 // Args configure the plugin in a KubeSchedulerConfiguration's pluginConfig.
 // Every field is optional. The environment variables of the architecture
 // (XILAGUARD_CORE_URL, XILAGUARD_ENFORCE_ACCEPT_MOCK,
@@ -31,6 +40,12 @@ type Args struct {
 	AcceptMock *bool `json:"acceptMock,omitempty"`
 	// EvalTimeout bounds one evaluator call; default 800ms.
 	EvalTimeout *metav1.Duration `json:"evalTimeout,omitempty"`
+	// AnswerReuse is how long PreFilter may reuse the evaluator's answer
+	// about a snapshot identical to one it has asked about: same profile,
+	// tenant, policy version, and nodes with the same UIDs and evidence
+	// versions. PreBind never reuses an answer. Default 500ms; 0 asks in
+	// every cycle.
+	AnswerReuse *metav1.Duration `json:"answerReuse,omitempty"`
 	// PoolLabel is the node label whose value names a node's pool, and the
 	// key of the pool taint; default guard.xila.us/tenant-pool.
 	PoolLabel string `json:"poolLabel,omitempty"`
@@ -46,6 +61,7 @@ type settings struct {
 	coreURL         string
 	profile         guard.Profile
 	evalTimeout     time.Duration
+	answerReuse     time.Duration
 	poolLabel       string
 	evaluatePerNode bool
 }
@@ -57,6 +73,7 @@ func resolveSettings(args Args, lookupEnv func(string) (string, bool)) (settings
 		coreURL:         guard.DefaultCoreURL,
 		profile:         guard.ProfileProduction,
 		evalTimeout:     guard.DefaultEvalTimeout,
+		answerReuse:     DefaultAnswerReuse,
 		poolLabel:       guard.LabelTenantPool,
 		evaluatePerNode: args.EvaluatePerNode,
 	}
@@ -90,6 +107,12 @@ func resolveSettings(args Args, lookupEnv func(string) (string, bool)) (settings
 	}
 	if s.evalTimeout <= 0 || s.evalTimeout > MaxEvalTimeout {
 		errs = append(errs, fmt.Errorf("evaluator timeout %s: want more than 0 and at most %s", s.evalTimeout, MaxEvalTimeout))
+	}
+	if args.AnswerReuse != nil {
+		s.answerReuse = args.AnswerReuse.Duration
+	}
+	if s.answerReuse < 0 || s.answerReuse > MaxAnswerReuse {
+		errs = append(errs, fmt.Errorf("answerReuse %s: want 0 to %s", s.answerReuse, MaxAnswerReuse))
 	}
 	if args.PoolLabel != "" {
 		s.poolLabel = args.PoolLabel

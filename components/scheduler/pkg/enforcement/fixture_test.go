@@ -49,6 +49,8 @@ type world struct {
 	evaluator   http.Handler
 	evalTimeout time.Duration
 	perNode     bool
+	// answerReuse is the reuse window; 0 means the default.
+	answerReuse time.Duration
 }
 
 // harness is a world brought up: a scheduler framework with the plugin.
@@ -59,6 +61,7 @@ type harness struct {
 	snapshot  *internalcache.Snapshot
 	core      *fake.Clientset
 	guard     *fakeGuard
+	nodes     cache.Indexer
 	eval      *swappable
 	activated *recordingActivator
 }
@@ -90,6 +93,7 @@ func (w world) start(t *testing.T) *harness {
 		synced:     []cache.InformerSynced{func() bool { return true }},
 	}
 	nodeIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	h.nodes = nodeIdx
 	podIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	c.nodes, c.pods = corelisters.NewNodeLister(nodeIdx), corelisters.NewPodLister(podIdx)
 	for _, o := range w.namespaces {
@@ -118,10 +122,14 @@ func (w world) start(t *testing.T) *harness {
 	h.core = fake.NewClientset(objs...)
 	h.snapshot = internalcache.NewSnapshot(nil, w.nodes)
 
+	reuse := w.answerReuse
+	if reuse == 0 {
+		reuse = DefaultAnswerReuse
+	}
 	s := settings{coreURL: srv.URL, profile: guard.ProfileProduction, evalTimeout: timeout,
-		poolLabel: guard.LabelTenantPool, evaluatePerNode: w.perNode}
+		answerReuse: reuse, poolLabel: guard.LabelTenantPool, evaluatePerNode: w.perNode}
 	factory := func(ctx context.Context, _ runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
-		h.pl = newEnforcement(ctx, fh, s, ev, c, h.core, h.guard)
+		h.pl = newEnforcement(ctx, fh, s, ev, c, h.guard)
 		return h.pl, nil
 	}
 	h.fw, err = tf.NewFramework(ctx, []tf.RegisterPluginFunc{
@@ -293,10 +301,6 @@ func fakeGet[T runtime.Object](g *fakeGuard, k string) (T, error) {
 
 func (g *fakeGuard) NodeSecurityState(_ context.Context, name string) (*v1alpha1.NodeSecurityState, error) {
 	return fakeGet[*v1alpha1.NodeSecurityState](g, "nss/"+name)
-}
-
-func (g *fakeGuard) TenantBinding(_ context.Context, name string) (*v1alpha1.TenantBinding, error) {
-	return fakeGet[*v1alpha1.TenantBinding](g, "tb/"+name)
 }
 
 func (g *fakeGuard) PlacementPolicy(_ context.Context, name string) (*v1alpha1.PlacementPolicy, error) {

@@ -37,13 +37,19 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"point", "reason"})
 
+	reusedTotal = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "xilaguard", Subsystem: "scheduler", Name: "reused_answers_total",
+		Help:           "PreFilter snapshots answered with a recent answer about an identical snapshot instead of an evaluator call.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	registerOnce sync.Once
 )
 
 // registerMetrics adds the plugin's metrics to the scheduler's /metrics.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(evaluationsTotal, evaluationDuration, refusalsTotal)
+		legacyregistry.MustRegister(evaluationsTotal, evaluationDuration, refusalsTotal, reusedTotal)
 	})
 }
 

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -29,10 +28,17 @@ const Name = guard.PluginName
 // namespace decides the tenant, and so every answer of this plugin.
 const namespaceSignerName = "v1.Pod.Namespace"
 
-// freshReadsPerBind is how many API reads PreBind makes at most for one
-// pod. The plugin's own clients get that multiple of the scheduler's rate
-// limit, so that the re-reads never throttle binding.
-const freshReadsPerBind = 5
+// maxConcurrentConfirms bounds the PreBind re-judgements in flight. The
+// scheduler binds in a goroutine per pod; under a burst, thousands of them
+// would each open reads and an evaluator connection at once, and thrash.
+// Waiting here instead keeps connections reused and the API server's load
+// even, and the evaluator timeout only counts the call itself.
+const maxConcurrentConfirms = 16
+
+// freshReadsPerBind is how many API reads PreBind makes for one pod. The
+// plugin's own client gets that multiple of the scheduler's rate limit, so
+// that the re-reads never throttle binding.
+const freshReadsPerBind = 2
 
 // Enforcement is the XilaGuardEnforcement plugin. It admits a protected
 // pod onto a node only on an explicit allow from the evaluator, keeps every
@@ -42,10 +48,12 @@ type Enforcement struct {
 	handle   fwk.Handle
 	settings settings
 	eval     *guardedEvaluator
+	answers  *answers
 	caches   *caches
-	core     kubernetes.Interface
 	guard    guardReader
 	activate *activator
+	// confirms holds a slot for each PreBind re-judgement in flight.
+	confirms chan struct{}
 	// taintComparisonOperators follows the feature gate of the same name,
 	// as the TaintToleration plugin does.
 	taintComparisonOperators bool
@@ -76,7 +84,8 @@ func (pl *Enforcement) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFr
 // PreFilter resolves the pod's tenant and policy, snapshots the evidence of
 // the tenant's pool nodes from the caches, and asks the evaluator about all
 // of them — plus one node in no pool, whose answer holds for every such
-// node — in a single call. Filter then only looks answers up. A pod the
+// node — in a single call, unless it asked about an identical snapshot
+// within the answer reuse window. Filter then only looks answers up. A pod the
 // evaluator refuses outright, or about which it gives no answer, is
 // refused on every node here.
 func (pl *Enforcement) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
@@ -92,8 +101,8 @@ func (pl *Enforcement) PreFilter(ctx context.Context, cs fwk.CycleState, pod *co
 	if !id.protected || pl.settings.evaluatePerNode {
 		return nil, nil
 	}
-	candidates, unpooled := pl.snapshot(&id, nodes)
-	ev, err := pl.evaluate(ctx, pointPreFilter, pl.request(pod, &id, candidates))
+	candidates, unpooled, key := pl.snapshot(&id, nodes)
+	ev, err := pl.ask(ctx, pod, &id, candidates, key)
 	if err != nil {
 		pl.activate.retryLater(pod, pl.eval.retryDelay())
 		countRefusal(pointPreFilter, []guard.Reason{failureReason(err)})
@@ -177,8 +186,8 @@ func (pl *Enforcement) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ 
 	return nil
 }
 
-// PreBind re-judges the chosen node on facts read from the API server and
-// refuses the bind, which sends the pod back to the queue, unless the
+// PreBind re-judges the chosen node on its NodeSecurityState and policy as
+// read from the API server, and refuses the bind, which sends the pod back to the queue, unless the
 // evaluator allows it and the node is still the one Filter judged.
 func (pl *Enforcement) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	st, err := readState(cs)
@@ -215,37 +224,33 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
-	core, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building a Kubernetes client: %w", err)
-	}
 	c, infs, err := startCaches(ctx, h, gc, s.poolLabel)
 	if err != nil {
 		return nil, err
 	}
-	pl := newEnforcement(ctx, h, s, ev, c, core, gc)
+	pl := newEnforcement(ctx, h, s, ev, c, gc)
 	if err := watch(ctx, h, infs, pl.activate); err != nil {
 		return nil, err
 	}
 	klog.FromContext(ctx).Info("Xila Guard enforcement enabled", "version", version.Get(), "profile", h.ProfileName(),
-		"evaluator", s.coreURL, "evaluatorProfile", s.profile, "timeout", s.evalTimeout, "poolLabel", s.poolLabel,
+		"evaluator", s.coreURL, "evaluatorProfile", s.profile, "timeout", s.evalTimeout, "answerReuse", s.answerReuse, "poolLabel", s.poolLabel,
 		"evaluatePerNode", s.evaluatePerNode)
 	return pl, nil
 }
 
 // newEnforcement assembles the plugin from its parts; tests call it with
 // fakes.
-func newEnforcement(ctx context.Context, h fwk.Handle, s settings, ev Evaluator, c *caches,
-	core kubernetes.Interface, gr guardReader) *Enforcement {
+func newEnforcement(ctx context.Context, h fwk.Handle, s settings, ev Evaluator, c *caches, gr guardReader) *Enforcement {
 	registerMetrics()
 	return &Enforcement{
 		handle:                   h,
 		settings:                 s,
 		eval:                     &guardedEvaluator{next: ev, clock: clock.RealClock{}},
+		answers:                  &answers{window: s.answerReuse, clock: clock.RealClock{}},
 		caches:                   c,
-		core:                     core,
 		guard:                    gr,
 		activate:                 newActivator(ctx, h, c, h.ProfileName()),
+		confirms:                 make(chan struct{}, maxConcurrentConfirms),
 		taintComparisonOperators: utilfeature.DefaultFeatureGate.Enabled(features.TaintTolerationComparisonOperators),
 	}
 }

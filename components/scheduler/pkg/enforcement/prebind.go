@@ -2,13 +2,12 @@ package enforcement
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
@@ -20,31 +19,43 @@ import (
 // cache; *guardclient.Client is the real one.
 type guardReader interface {
 	NodeSecurityState(ctx context.Context, name string) (*v1alpha1.NodeSecurityState, error)
-	TenantBinding(ctx context.Context, name string) (*v1alpha1.TenantBinding, error)
 	PlacementPolicy(ctx context.Context, name string) (*v1alpha1.PlacementPolicy, error)
 }
 
-// freshFacts is what PreBind read from the API server.
+// freshFacts is what PreBind read from the API server, with the tenant as
+// resolved again from the caches.
 type freshFacts struct {
-	node  *corev1.Node                // nil when the node is gone
 	state *v1alpha1.NodeSecurityState // nil when the node has none
 	id    identity
 }
 
-// confirm re-judges the chosen node on facts read from the API server, not
-// the caches, and refuses the bind on anything but an allow, or when the
-// node is not the one Filter judged: deleted, replaced (another UID), or
-// its evidence re-incarnated.
+// confirm re-judges the chosen node on its NodeSecurityState and policy as
+// read from the API server, not the caches, and refuses the bind on
+// anything but an allow, or when the node is not the one Filter judged:
+// deleted or replaced (another UID) as far as the scheduler knows, its
+// evidence describing another node UID, or re-incarnated.
 func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleState, nodeName string) *fwk.Status {
+	select {
+	case pl.confirms <- struct{}{}:
+		defer func() { <-pl.confirms }()
+	case <-ctx.Done():
+		return fwk.AsStatus(fmt.Errorf("waiting to re-judge node %s: %w", nodeName, context.Cause(ctx)))
+	}
+	node, err := pl.caches.nodes.Get(nodeName)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nodeChanged("node %s was deleted after it was judged", nodeName)
+	case err != nil:
+		return fwk.AsStatus(fmt.Errorf("reading node %s: %w", nodeName, err))
+	case node.UID != st.chosenUID:
+		return nodeChanged("node %s was replaced after it was judged: UID %s, now %s", nodeName, st.chosenUID, node.UID)
+	}
 	f, status := pl.readFresh(ctx, pod.Namespace, st, nodeName)
 	if status != nil {
 		return status
 	}
-	switch {
-	case f.node == nil:
-		return nodeChanged("node %s was deleted after it was judged", nodeName)
-	case f.node.UID != st.chosenUID:
-		return nodeChanged("node %s was replaced after it was judged: UID %s, now %s", nodeName, st.chosenUID, f.node.UID)
+	if f.state != nil && f.state.Spec.NodeUID != st.chosenUID {
+		return nodeChanged("the evidence of node %s now describes node UID %s, not the judged %s", nodeName, f.state.Spec.NodeUID, st.chosenUID)
 	}
 	if j := st.judgementOf(nodeName); j != nil && j.incarnation != "" {
 		now := "none"
@@ -55,7 +66,7 @@ func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleSt
 			return nodeChanged("the evidence of node %s changed incarnation after it was judged: %s, now %s", nodeName, j.incarnation, now)
 		}
 	}
-	n := wire.Node{Name: nodeName, UID: f.node.UID, Pool: f.node.Labels[pl.settings.poolLabel]}
+	n := wire.Node{Name: nodeName, UID: st.chosenUID, Pool: node.Labels[pl.settings.poolLabel]}
 	if f.state != nil {
 		n.State = &f.state.Spec
 	}
@@ -74,71 +85,41 @@ func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleSt
 	return nodeStatus(newJudgement(n.UID, r))
 }
 
-// readFresh reads the node, its evidence, the tenant's binding, the
-// policy and, when the policy or the tenant comes from it, the namespace.
-// The tenant stays the one PreFilter resolved; if its binding no longer
-// claims the namespace, or the namespace's label changed, the bind is
-// refused and the next cycle resolves afresh.
+// readFresh reads the node's evidence and the policy from the API server,
+// both at once. The tenant and the name of its policy are resolved again
+// from the caches, as in PreFilter: if the tenant changed since, the bind
+// is refused and the next cycle judges afresh.
 func (pl *Enforcement) readFresh(ctx context.Context, namespace string, st *cycleState, nodeName string) (*freshFacts, *fwk.Status) {
-	f := &freshFacts{id: identity{protected: true, binding: st.id.binding, listed: st.id.listed}}
-	var binding *v1alpha1.TenantBinding
-	var errs [3]error
+	id, err := pl.caches.resolve(namespace)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	if id.tenant == nil || id.tenant.ID != st.id.tenant.ID || id.pool() != st.id.pool() {
+		countRefusal(pointPreBind, []guard.Reason{guard.ReasonTenantUnresolved})
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+			"Xila Guard refused the bind: %s: the tenant or pool of namespace %s changed after the pod was judged",
+			guard.ReasonTenantUnresolved, namespace))
+	}
+	f := &freshFacts{id: id}
+	var policy *v1alpha1.PlacementPolicy
+	var stateErr, policyErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { f.node, errs[0] = orNil(pl.core.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})) })
-	wg.Go(func() { f.state, errs[1] = orNil(pl.guard.NodeSecurityState(ctx, nodeName)) })
-	if st.id.binding != "" {
-		wg.Go(func() { binding, errs[2] = orNil(pl.guard.TenantBinding(ctx, st.id.binding)) })
+	wg.Go(func() { f.state, stateErr = orNil(pl.guard.NodeSecurityState(ctx, nodeName)) })
+	if id.policy != nil {
+		wg.Go(func() { policy, policyErr = orNil(pl.guard.PlacementPolicy(ctx, id.policy.Name)) })
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, fwk.AsStatus(fmt.Errorf("re-reading the facts of node %s: %w", nodeName, err))
-		}
+	if err := errors.Join(stateErr, policyErr); err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("re-reading the evidence of node %s and its policy: %w", nodeName, err))
 	}
-
-	tenant := st.id.tenant
-	changed := ""
 	switch {
-	case st.id.binding != "" && binding == nil:
-		changed = "TenantBinding " + st.id.binding + " was deleted"
-	case binding != nil && binding.Spec.TenantID != tenant.ID:
-		changed = "TenantBinding " + binding.Name + " now names tenant " + binding.Spec.TenantID
-	case st.id.listed && !slices.Contains(binding.Spec.Namespaces, namespace):
-		changed = "TenantBinding " + binding.Name + " no longer lists namespace " + namespace
+	case id.policy == nil:
+	case policy == nil:
+		f.id.note = fmt.Sprintf("PlacementPolicy %s was deleted", id.policy.Name)
+		f.id.policy = nil
+	default:
+		f.id.policy = &wire.Policy{Name: policy.Name, Spec: policy.Spec}
 	}
-	var ns *corev1.Namespace
-	if changed == "" && (!st.id.listed || binding == nil || binding.Spec.EffectivePolicyRef == nil) {
-		var err error
-		if ns, err = pl.core.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{}); err != nil {
-			return nil, fwk.AsStatus(fmt.Errorf("re-reading namespace %s: %w", namespace, err))
-		}
-		if !st.id.listed && ns.Labels[guard.LabelTenant] != tenant.ID {
-			changed = fmt.Sprintf("namespace %s is no longer labelled %s=%s", namespace, guard.LabelTenant, tenant.ID)
-		}
-	}
-	if changed != "" {
-		countRefusal(pointPreBind, []guard.Reason{guard.ReasonTenantUnresolved})
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			"Xila Guard refused the bind: "+string(guard.ReasonTenantUnresolved)+": "+changed+" since the pod's tenant was resolved")
-	}
-	f.id.tenant = tenant
-	if binding != nil {
-		f.id.tenant = &wire.Tenant{ID: binding.Spec.TenantID, Pool: binding.Spec.Pool()}
-	}
-	name, source := policyName(binding, ns)
-	if name == "" {
-		f.id.note = "the policy reference was removed since the pod's tenant was resolved"
-		return f, nil
-	}
-	p, err := orNil(pl.guard.PlacementPolicy(ctx, name))
-	if err != nil {
-		return nil, fwk.AsStatus(fmt.Errorf("re-reading PlacementPolicy %s: %w", name, err))
-	}
-	if p == nil {
-		f.id.note = fmt.Sprintf("PlacementPolicy %s, named by %s, does not exist", name, source)
-		return f, nil
-	}
-	f.id.policy = &wire.Policy{Name: p.Name, Spec: p.Spec}
 	return f, nil
 }
 

@@ -23,11 +23,8 @@ type identity struct {
 	tenant *wire.Tenant
 	// policy is nil when no PlacementPolicy applies.
 	policy *wire.Policy
-	// binding names the TenantBinding the tenant came from; empty when the
-	// tenant came from the namespace label alone.
-	binding string
-	// listed is true when that binding lists the pod's namespace.
-	listed bool
+	// policyVersion is the policy's resourceVersion, for answer reuse.
+	policyVersion string
 	// note says why the tenant or the policy is missing.
 	note string
 }
@@ -73,7 +70,7 @@ func resolveIdentity(ns *corev1.Namespace, listing []*v1alpha1.TenantBinding,
 			ns.Name, guard.LabelTenant, label, listing[0].Spec.TenantID)
 		return id
 	case len(listing) == 1:
-		b, id.listed = listing[0], true
+		b = listing[0]
 	case label == "":
 		id.note = fmt.Sprintf("namespace %s has an empty %s label", ns.Name, guard.LabelTenant)
 		return id
@@ -81,7 +78,6 @@ func resolveIdentity(ns *corev1.Namespace, listing []*v1alpha1.TenantBinding,
 		b = bindingNamed(label)
 	}
 	if b != nil {
-		id.binding = b.Name
 		id.tenant = &wire.Tenant{ID: b.Spec.TenantID, Pool: b.Spec.Pool()}
 	} else {
 		id.tenant = &wire.Tenant{ID: label}
@@ -96,7 +92,7 @@ func resolveIdentity(ns *corev1.Namespace, listing []*v1alpha1.TenantBinding,
 		id.note = fmt.Sprintf("PlacementPolicy %s, named by %s, does not exist", name, source)
 		return id
 	}
-	id.policy = &wire.Policy{Name: p.Name, Spec: p.Spec}
+	id.policy, id.policyVersion = &wire.Policy{Name: p.Name, Spec: p.Spec}, p.ResourceVersion
 	return id
 }
 

@@ -24,8 +24,6 @@ func TestResolveIdentity(t *testing.T) {
 		Protected bool
 		Tenant    *wire.Tenant
 		Policy    string
-		Binding   string
-		Listed    bool
 		Note      string
 	}
 	cases := []struct {
@@ -41,17 +39,17 @@ func TestResolveIdentity(t *testing.T) {
 		name:     "listed by a binding",
 		ns:       namespace(acmeNS, nil, nil),
 		bindings: []*v1alpha1.TenantBinding{pooled},
-		want:     got{Protected: true, Tenant: &wire.Tenant{ID: acme, Pool: "acme-gpus"}, Policy: "strict", Binding: acme, Listed: true},
+		want:     got{Protected: true, Tenant: &wire.Tenant{ID: acme, Pool: "acme-gpus"}, Policy: "strict"},
 	}, {
 		name:     "listed and labelled alike",
 		ns:       tenantNS(acmeNS, acme),
 		bindings: []*v1alpha1.TenantBinding{tenantBinding(acme, []string{acmeNS}, "strict")},
-		want:     got{Protected: true, Tenant: &wire.Tenant{ID: acme, Pool: acme}, Policy: "strict", Binding: acme, Listed: true},
+		want:     got{Protected: true, Tenant: &wire.Tenant{ID: acme, Pool: acme}, Policy: "strict"},
 	}, {
 		name:     "labelled, binding of the tenant lists other namespaces",
 		ns:       tenantNS("acme-extra", acme),
 		bindings: []*v1alpha1.TenantBinding{pooled},
-		want:     got{Protected: true, Tenant: &wire.Tenant{ID: acme, Pool: "acme-gpus"}, Policy: "strict", Binding: acme},
+		want:     got{Protected: true, Tenant: &wire.Tenant{ID: acme, Pool: "acme-gpus"}, Policy: "strict"},
 	}, {
 		name: "labelled, no binding: annotation names the policy",
 		ns:   annotated(tenantNS(acmeNS, acme), "lenient"),
@@ -60,12 +58,12 @@ func TestResolveIdentity(t *testing.T) {
 		name:     "binding reference wins over the annotation",
 		ns:       annotated(tenantNS(acmeNS, acme), "lenient"),
 		bindings: []*v1alpha1.TenantBinding{tenantBinding(acme, []string{acmeNS}, "strict")},
-		want:     got{Protected: true, Tenant: &wire.Tenant{ID: acme, Pool: acme}, Policy: "strict", Binding: acme, Listed: true},
+		want:     got{Protected: true, Tenant: &wire.Tenant{ID: acme, Pool: acme}, Policy: "strict"},
 	}, {
 		name:     "annotation is the fallback when the binding has no reference",
 		ns:       annotated(namespace(acmeNS, nil, nil), "lenient"),
 		bindings: []*v1alpha1.TenantBinding{tenantBinding(acme, []string{acmeNS}, "")},
-		want:     got{Protected: true, Tenant: &wire.Tenant{ID: acme, Pool: acme}, Policy: "lenient", Binding: acme, Listed: true},
+		want:     got{Protected: true, Tenant: &wire.Tenant{ID: acme, Pool: acme}, Policy: "lenient"},
 	}, {
 		name: "no policy anywhere",
 		ns:   tenantNS(acmeNS, acme),
@@ -118,7 +116,7 @@ func TestResolveIdentity(t *testing.T) {
 				}
 			}
 			id := resolveIdentity(tc.ns, listing, byName, policies)
-			g := got{Protected: id.protected, Tenant: id.tenant, Binding: id.binding, Listed: id.listed, Note: id.note}
+			g := got{Protected: id.protected, Tenant: id.tenant, Note: id.note}
 			if id.policy != nil {
 				g.Policy = id.policy.Name
 			}

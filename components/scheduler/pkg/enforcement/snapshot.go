@@ -20,13 +20,17 @@ import (
 // under confinement Any, refused under Pool), so one answer stands for all
 // of them; PreBind still asks about the very node chosen. Nodes of other
 // pools are not asked about: whatever their evidence, the answer is
-// TENANT_MISMATCH. unpooled is the index of the node in no pool, or -1.
-func (pl *Enforcement) snapshot(id *identity, nodes []fwk.NodeInfo) (candidates []wire.Node, unpooled int) {
+// TENANT_MISMATCH. unpooled is the index of the node in no pool, or -1;
+// key identifies the snapshot for answer reuse, and is empty when the
+// evaluator will refuse the pod anyway.
+func (pl *Enforcement) snapshot(id *identity, nodes []fwk.NodeInfo) (candidates []wire.Node, unpooled int, key string) {
 	unpooled = -1
 	if id.tenant == nil || id.policy == nil {
-		return nil, unpooled // refused before any node is looked at
+		return nil, unpooled, "" // refused before any node is looked at
 	}
 	pool := id.pool()
+	var k snapshotKey
+	k.add(string(pl.settings.profile), id.tenant.ID, pool, id.policy.Name, id.policyVersion)
 	var first *corev1.Node
 	candidates = make([]wire.Node, 0, 64)
 	for _, ni := range nodes {
@@ -34,9 +38,11 @@ func (pl *Enforcement) snapshot(id *identity, nodes []fwk.NodeInfo) (candidates 
 		switch n.Labels[pl.settings.poolLabel] {
 		case pool:
 			c := wire.Node{Name: n.Name, UID: n.UID, Pool: pool}
+			version := "none"
 			if s := pl.caches.state(n.Name); s != nil {
-				c.State = &s.Spec
+				c.State, version = &s.Spec, s.ResourceVersion
 			}
+			k.add(n.Name, string(n.UID), version)
 			candidates = append(candidates, c)
 		case "":
 			if first == nil {
@@ -47,8 +53,24 @@ func (pl *Enforcement) snapshot(id *identity, nodes []fwk.NodeInfo) (candidates 
 	if first != nil {
 		unpooled = len(candidates)
 		candidates = append(candidates, wire.Node{Name: first.Name, UID: first.UID})
+		k.add("unpooled", first.Name, string(first.UID))
 	}
-	return candidates, unpooled
+	return candidates, unpooled, k.String()
+}
+
+// ask returns the evaluator's answer about the snapshot, reusing a recent
+// answer about an identical one.
+func (pl *Enforcement) ask(ctx context.Context, pod *corev1.Pod, id *identity, candidates []wire.Node, key string) (*client.Evaluation, error) {
+	if ev, ok := pl.answers.get(key); ok && key != "" {
+		reusedTotal.Inc()
+		return ev, nil
+	}
+	at := pl.answers.clock.Now()
+	ev, err := pl.evaluate(ctx, pointPreFilter, pl.request(pod, id, candidates))
+	if err == nil && key != "" {
+		pl.answers.put(key, ev, at)
+	}
+	return ev, err
 }
 
 // narrow limits the cycle to the tenant's pool when nodes in no pool are
