@@ -1,0 +1,30 @@
+{{/*
+The scheduler's KubeSchedulerConfiguration: the profile of
+components/scheduler/config/config.yaml, with this release's leader
+election lock and client limits. The evaluator is set by environment.
+*/}}
+{{- define "xila-guard.schedulerConfig" -}}
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  qps: {{ .Values.enforcement.scheduler.qps }}
+  burst: {{ .Values.enforcement.scheduler.burst }}
+leaderElection:
+  leaderElect: true
+  resourceName: xila-guard-scheduler
+  resourceNamespace: {{ .Release.Namespace }}
+profiles:
+- schedulerName: xila-guard-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: XilaGuardEnforcement
+    preFilter:
+      enabled:
+      - name: XilaGuardEnforcement
+    filter:
+      enabled:
+      - name: XilaGuardEnforcement
+      disabled:
+      - name: TaintToleration
+{{- end }}
