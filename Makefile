@@ -68,9 +68,9 @@ unit: ## Unit tests (race detector on).
 integration: envtest ## Integration tests against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -tags integration -count=1 -run Integration $(GO_PACKAGES)
 
-e2e: tools images kind-image ## End-to-end suite on a kind cluster (KEEP_CLUSTER=1 keeps it).
+e2e: tools images kind-image ## End-to-end suite on a kind cluster (KEEP_CLUSTER=1 keeps it; E2E_RUN=<regexp> picks tests).
 	XG_BIN=$(BIN) XG_IMAGE_TAG=$(XG_VERSION) NODE_IMAGE=$(NODE_IMAGE) AGNHOST_IMAGE=$(AGNHOST_IMAGE) \
-	  go test -tags e2e -count=1 -timeout 60m -v ./e2e/...
+	  go test -tags e2e -count=1 -timeout 60m -v $(if $(E2E_RUN),-run '$(E2E_RUN)') ./e2e/...
 
 ##@ Code health
 
