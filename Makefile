@@ -74,10 +74,14 @@ e2e: tools images kind-image ## End-to-end suite on a kind cluster (KEEP_CLUSTER
 
 ##@ Code health
 
-lint: tools ## go vet and staticcheck on every module.
+lint: tools ## go vet and staticcheck on every module; helm lint --strict on the chart.
 	go vet -tags integration,e2e $(GO_PACKAGES)
 	$(BIN)/staticcheck -tags integration,e2e $(GO_PACKAGES)
 	cd hack/tools && GOWORK=off go vet ./runcwrap ./pause
+	$(BIN)/helm lint --strict charts/xila-guard
+	for v in charts/testdata/values/*.yaml; do \
+	  $(BIN)/helm lint --strict --quiet charts/xila-guard -f "$$v" --set-file webhook.tls.caBundle=charts/testdata/test-ca.crt; \
+	done
 
 generate: tools ## Regenerate pins, deepcopy, CRDs and eBPF objects.
 	hack/update-pins.sh

@@ -1,0 +1,296 @@
+package charts
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+)
+
+// withoutIntegrations is the chart as it was before orchestrator
+// integrations: no template of theirs, no value and no schema entry.
+func withoutIntegrations(t *testing.T) *chart.Chart {
+	t.Helper()
+	ch := loadChart(t)
+	ch.Templates = slices.DeleteFunc(ch.Templates, func(f *chart.File) bool {
+		return f.Name == "templates/orchestrator-integrations.yaml"
+	})
+	delete(ch.Values, "orchestratorIntegrations")
+	var schema map[string]any
+	if err := json.Unmarshal(ch.Schema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	delete(schema["properties"].(map[string]any), "orchestratorIntegrations")
+	b, err := json.Marshal(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.Schema = b
+	return ch
+}
+
+// TestEmptyIntegrationsRenderLikeNoFeature: orchestratorIntegrations: []
+// renders byte for byte what the chart renders without the feature.
+func TestEmptyIntegrationsRenderLikeNoFeature(t *testing.T) {
+	for _, name := range []string{"default", "enforcement-only", "enforcement", "enforcement-lab", "tenant-rbac", "cert-manager"} {
+		t.Run(name, func(t *testing.T) {
+			with := withTestCA(t, readValues(t, name))
+			with["orchestratorIntegrations"] = []any{}
+			got := mustRender(t, loadChart(t), with)
+			want := mustRender(t, withoutIntegrations(t), withTestCA(t, readValues(t, name)))
+			if got != want {
+				t.Errorf("orchestratorIntegrations: [] changes the render:\n%s", lineDiff(want.Manifest+want.Notes, got.Manifest+got.Notes))
+			}
+		})
+	}
+}
+
+// TestMinimalWebhookWithoutEnforcement: an integration with enforcement off
+// renders the webhook alone — its ServiceAccount, read-only RBAC,
+// Deployment, Service and TLS — and the integration's configuration.
+func TestMinimalWebhookWithoutEnforcement(t *testing.T) {
+	for _, mode := range []string{"generate", "secret", "certManager"} {
+		t.Run(mode, func(t *testing.T) {
+			vals := readValues(t, "integrations-only")
+			vals["webhook"].(map[string]any)["tls"] = map[string]any{"mode": mode, "secretName": "given", "caBundle": testCA(t)}
+			objs := objects(t, mustRender(t, loadChart(t), vals).Manifest)
+			want := []string{
+				"ServiceAccount/xila-guard-webhook",
+				"ClusterRole/xila-guard-webhook",
+				"ClusterRoleBinding/xila-guard-webhook",
+				"Service/xila-guard-webhook",
+				"Deployment/xila-guard-webhook",
+				"ValidatingWebhookConfiguration/xila-guard-integration-volcano",
+			}
+			switch mode {
+			case "generate":
+				want = append(want, "Secret/xila-guard-webhook-tls")
+			case "certManager":
+				want = append(want, "Issuer/xila-guard-webhook-selfsigned", "Certificate/xila-guard-webhook-ca",
+					"Issuer/xila-guard-webhook-ca", "Certificate/xila-guard-webhook")
+			}
+			var got []string
+			for _, o := range objs {
+				got = append(got, o.String())
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("rendered %v\nwant      %v", got, want)
+			}
+			cr := find(t, objs, "ClusterRole", "xila-guard-webhook")
+			for _, rule := range field(cr.raw, "rules").([]any) {
+				for _, verb := range field(rule, "verbs").([]any) {
+					if !slices.Contains([]any{"get", "list", "watch"}, verb) {
+						t.Errorf("webhook ClusterRole grants %q: want read-only", verb)
+					}
+				}
+			}
+			if v, ok := flagValue(webhookArgs(t, objs), "core-url"); !ok || v != "" {
+				t.Errorf("--core-url=%q (set: %v) with enforcement off: want it set empty, no evaluator is installed", v, ok)
+			}
+		})
+	}
+}
+
+// TestIntegrationsAreData: each enabled entry renders its own
+// configuration selecting its workloads, and its scheduler joins the
+// webhook's accepted set; disabled entries render nothing.
+func TestIntegrationsAreData(t *testing.T) {
+	objs := objects(t, mustRender(t, loadChart(t), withTestCA(t, readValues(t, "enforcement-integrations"))).Manifest)
+	if got, _ := flagValue(webhookArgs(t, objs), "external-schedulers"); got != "runai-scheduler,volcano" {
+		t.Errorf("--external-schedulers=%q, want runai-scheduler,volcano", got)
+	}
+	binders, _ := flagValue(webhookArgs(t, objs), "binder-serviceaccounts")
+	if want := "system:serviceaccount:" + releaseNS + ":xila-guard-scheduler,system:serviceaccount:volcano-system:volcano-scheduler"; binders != want {
+		t.Errorf("--binder-serviceaccounts=%q, want %q", binders, want)
+	}
+	if v, ok := flagValue(webhookArgs(t, objs), "trusted-serviceaccounts"); ok {
+		t.Errorf("--trusted-serviceaccounts=%q with none configured", v)
+	}
+	for name, selector := range map[string]string{
+		"runai":   "matchExpressions:\n- key: runai/queue\n  operator: Exists",
+		"volcano": "matchExpressions:\n- key: volcano.sh/job-name\n  operator: Exists",
+	} {
+		vwc := find(t, objs, "ValidatingWebhookConfiguration", "xila-guard-integration-"+name)
+		hooks := field(vwc.raw, "webhooks").([]any)
+		if len(hooks) != 1 {
+			t.Fatalf("%s: %d webhooks, want 1", vwc, len(hooks))
+		}
+		if got := toYAML(t, field(hooks[0], "objectSelector")); got != selector {
+			t.Errorf("%s objectSelector:\n%s\nwant\n%s", vwc, got, selector)
+		}
+		if got := field(hooks[0], "clientConfig", "service", "path"); got != "/validate-pods" {
+			t.Errorf("%s path %v, want /validate-pods", vwc, got)
+		}
+	}
+	for _, o := range objs {
+		if strings.Contains(o.name(), "yunikorn") {
+			t.Errorf("disabled integration rendered %s", o)
+		}
+	}
+}
+
+// TestWebhookConfigurations checks what every webhook configuration must
+// hold: fail closed, a short timeout, the platform's and the system
+// namespaces exempt, and the CA of the serving certificate.
+func TestWebhookConfigurations(t *testing.T) {
+	objs := objects(t, mustRender(t, loadChart(t), withTestCA(t, readValues(t, "enforcement-integrations"))).Manifest)
+	wantCA := testCA(t)
+	n := 0
+	for _, o := range objs {
+		if o.Kind != "ValidatingWebhookConfiguration" {
+			continue
+		}
+		for _, h := range field(o.raw, "webhooks").([]any) {
+			n++
+			if got := field(h, "failurePolicy"); got != "Fail" {
+				t.Errorf("%s failurePolicy %v, want Fail", o, got)
+			}
+			if got, _ := field(h, "timeoutSeconds").(float64); got < 1 || got > 10 {
+				t.Errorf("%s timeoutSeconds %v, want 1..10", o, got)
+			}
+			if got := field(h, "sideEffects"); got != "None" {
+				t.Errorf("%s sideEffects %v, want None", o, got)
+			}
+			if got := decodeB64(t, field(h, "clientConfig", "caBundle")); got != wantCA {
+				t.Errorf("%s caBundle is not the given CA", o)
+			}
+			if field(h, "rules", 0, "scope") == "Cluster" {
+				continue
+			}
+			exempt := toYAML(t, field(h, "namespaceSelector"))
+			for _, ns := range []string{releaseNS, "kube-system", "kube-public", "kube-node-lease"} {
+				if !strings.Contains(exempt, "- "+ns+"\n") && !strings.HasSuffix(exempt, "- "+ns) {
+					t.Errorf("%s namespaceSelector does not exempt %s:\n%s", o, ns, exempt)
+				}
+			}
+			if !strings.Contains(exempt, "operator: NotIn") {
+				t.Errorf("%s namespaceSelector is not an exemption list:\n%s", o, exempt)
+			}
+		}
+	}
+	if n != 5 {
+		t.Errorf("%d webhooks, want 5 (pods, bindings, nodes, two integrations)", n)
+	}
+	pods := find(t, objs, "ValidatingWebhookConfiguration", "xila-guard-pods")
+	if got := toYAML(t, field(pods.raw, "webhooks", 0, "rules", 0, "resources")); got != "- pods\n- pods/ephemeralcontainers" {
+		t.Errorf("pod rules cover %s, want pods and pods/ephemeralcontainers", got)
+	}
+	if got := toYAML(t, field(pods.raw, "webhooks", 0, "rules", 0, "operations")); got != "- CREATE\n- UPDATE" {
+		t.Errorf("pod rules operations %s, want CREATE and UPDATE", got)
+	}
+	d := find(t, objs, "Deployment", "xila-guard-webhook")
+	if got := field(d.raw, "spec", "replicas"); got != float64(2) {
+		t.Errorf("webhook replicas %v, want 2", got)
+	}
+	sc := field(d.raw, "spec", "template", "spec", "containers", 0, "securityContext")
+	if field(sc, "runAsNonRoot") != true || field(sc, "allowPrivilegeEscalation") != false || field(sc, "readOnlyRootFilesystem") != true {
+		t.Errorf("webhook securityContext is not restricted: %v", sc)
+	}
+	if field(d.raw, "spec", "template", "spec", "containers", 0, "resources", "requests") == nil {
+		t.Error("webhook has no resource requests")
+	}
+	pdb := find(t, objs, "PodDisruptionBudget", "xila-guard-webhook")
+	if got := field(pdb.raw, "spec", "minAvailable"); got != float64(1) {
+		t.Errorf("PodDisruptionBudget minAvailable %v, want 1", got)
+	}
+}
+
+// TestInvalidValuesFail: values that would open a door, or that the
+// webhook cannot run with, stop the install with a message that says why.
+func TestInvalidValuesFail(t *testing.T) {
+	integration := func(mod func(map[string]any)) map[string]any {
+		in := map[string]any{"name": "volcano", "schedulerName": "volcano",
+			"workloadSelector": map[string]any{"matchLabels": map[string]any{"a": "b"}}}
+		mod(in)
+		return map[string]any{"orchestratorIntegrations": []any{in}}
+	}
+	for _, tc := range []struct {
+		name string
+		vals map[string]any
+		want string
+	}{
+		{"empty workload selector", integration(func(in map[string]any) { in["workloadSelector"] = map[string]any{} }), "workloadSelector"},
+		{"no scheduler name", integration(func(in map[string]any) { delete(in, "schedulerName") }), "schedulerName"},
+		{"bad integration name", integration(func(in map[string]any) { in["name"] = "Volcano!" }), "name"},
+		{"duplicate integration", map[string]any{"orchestratorIntegrations": []any{
+			map[string]any{"name": "v", "schedulerName": "a", "workloadSelector": map[string]any{"matchLabels": map[string]any{"a": "b"}}},
+			map[string]any{"name": "v", "schedulerName": "b", "workloadSelector": map[string]any{"matchLabels": map[string]any{"a": "b"}}},
+		}}, `name "v" appears twice`},
+		{"secret mode without secret", map[string]any{
+			"webhook": map[string]any{"enabled": true, "tls": map[string]any{"mode": "secret", "caBundle": "-----BEGIN CERTIFICATE-----"}}}, "secretName"},
+		{"secret mode without CA", map[string]any{
+			"webhook": map[string]any{"enabled": true, "tls": map[string]any{"mode": "secret", "secretName": "s"}}}, "caBundle"},
+		{"unknown TLS mode", map[string]any{"webhook": map[string]any{"tls": map[string]any{"mode": "selfSigned"}}}, "mode"},
+		{"long timeout", map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
+		{"evaluator slower than the webhook", map[string]any{"enforcement": map[string]any{"enabled": true},
+			"webhook": map[string]any{"enabled": true, "timeoutSeconds": 2, "evalTimeoutMs": 2000}}, "evalTimeoutMs"},
+		{"tenant without subjects", map[string]any{"tenantRBAC": map[string]any{"enabled": true,
+			"tenants": []any{map[string]any{"name": "a", "namespaces": []any{"a"}, "subjects": []any{}}}}}, "subjects"},
+		{"unknown section", map[string]any{"webhooks": map[string]any{}}, "webhooks"},
+		{"unknown profile", map[string]any{"enforcement": map[string]any{"enabled": true, "profile": "dev"}}, "profile"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := render(loadChart(t), tc.vals)
+			if err == nil {
+				t.Fatal("the chart rendered; want an error")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestTenantRoleGrantsNoBypass reads the tenant ClusterRole: nothing on
+// the guard kinds, bindings, nodes or cluster-scoped objects, and no
+// wildcard. The e2e suite proves the same with real requests.
+func TestTenantRoleGrantsNoBypass(t *testing.T) {
+	objs := objects(t, mustRender(t, loadChart(t), readValues(t, "tenant-rbac")).Manifest)
+	role := find(t, objs, "ClusterRole", "xila-guard-tenant")
+	for _, rule := range field(role.raw, "rules").([]any) {
+		groups := toYAML(t, field(rule, "apiGroups"))
+		for _, r := range field(rule, "resources").([]any) {
+			res := r.(string)
+			switch {
+			case strings.Contains(groups, "guard.xila.us"), strings.Contains(groups, "'*'"):
+				t.Errorf("tenant role grants %s in %s", res, groups)
+			case res == "*" || res == "pods/binding" || res == "bindings" || strings.HasPrefix(res, "nodes") ||
+				res == "daemonsets" || res == "namespaces":
+				t.Errorf("tenant role grants %s", res)
+			}
+		}
+		for _, v := range field(rule, "verbs").([]any) {
+			if v == "*" || v == "escalate" || v == "bind" || v == "impersonate" {
+				t.Errorf("tenant role grants verb %v", v)
+			}
+		}
+	}
+	var bound []string
+	for _, o := range objs {
+		if o.Kind == "RoleBinding" {
+			bound = append(bound, o.Metadata["namespace"].(string))
+			if got := field(o.raw, "roleRef", "name"); got != "xila-guard-tenant" {
+				t.Errorf("%s binds %v", o, got)
+			}
+		}
+	}
+	slices.Sort(bound)
+	if want := []string{"acme-serve", "acme-train", "globex"}; !slices.Equal(bound, want) {
+		t.Errorf("RoleBindings in %v, want %v", bound, want)
+	}
+}
+
+// TestEnforcementAloneRendersNoWebhook: turning enforcement on renders the
+// evaluator and the scheduler and nothing of the webhook, which is a
+// feature of its own.
+func TestEnforcementAloneRendersNoWebhook(t *testing.T) {
+	for _, o := range objects(t, mustRender(t, loadChart(t), readValues(t, "enforcement-only")).Manifest) {
+		if strings.Contains(o.name(), "webhook") || o.Kind == "ValidatingWebhookConfiguration" {
+			t.Errorf("enforcement alone rendered %s", o)
+		}
+	}
+}

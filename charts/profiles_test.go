@@ -1,0 +1,113 @@
+package charts
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// profile is one file of ../profiles: an orchestrator, the chart values
+// entry that integrates it, and how that entry was verified.
+type profile struct {
+	Orchestrator string         `json:"orchestrator"`
+	Integration  map[string]any `json:"integration"`
+	Verification struct {
+		Status     string `json:"status"`
+		Method     string `json:"method"`
+		Unverified string `json:"unverified"`
+	} `json:"verification"`
+}
+
+// verificationStatuses are the honest answers to "how do we know".
+var verificationStatuses = []string{"verified", "shape-verified", "unverified"}
+
+func readProfiles(t *testing.T) map[string]profile {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "profiles", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]profile{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p profile
+		if err := yaml.UnmarshalStrict(b, &p); err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		out[strings.TrimSuffix(filepath.Base(f), ".yaml")] = p
+	}
+	return out
+}
+
+// TestProfiles: every profile parses strictly, has the required fields,
+// and renders through the chart as an integration whose configuration
+// selects its workloads and whose scheduler the webhook accepts.
+func TestProfiles(t *testing.T) {
+	profiles := readProfiles(t)
+	for _, want := range []string{"runai", "kai", "volcano", "kueue", "yunikorn"} {
+		if _, ok := profiles[want]; !ok {
+			t.Errorf("profiles/%s.yaml is missing", want)
+		}
+	}
+	wantSchedulers := map[string]string{"runai": "runai-scheduler", "kai": "kai-scheduler", "volcano": "volcano", "yunikorn": "yunikorn", "kueue": "xila-guard-scheduler"}
+	var all []any
+	for file, p := range profiles {
+		t.Run(file, func(t *testing.T) {
+			in := p.Integration
+			if p.Orchestrator == "" {
+				t.Error("orchestrator is empty")
+			}
+			if in["name"] != file {
+				t.Errorf("integration.name %v, want the file's name %q", in["name"], file)
+			}
+			if want, ok := wantSchedulers[file]; ok && in["schedulerName"] != want {
+				t.Errorf("schedulerName %v, want %s", in["schedulerName"], want)
+			}
+			if !slices.Contains(verificationStatuses, p.Verification.Status) {
+				t.Errorf("verification.status %q, want one of %v", p.Verification.Status, verificationStatuses)
+			}
+			if p.Verification.Method == "" {
+				t.Error("verification.method is empty: say how the profile was checked")
+			}
+			if p.Verification.Status != "verified" && p.Verification.Unverified == "" {
+				t.Error("verification.unverified is empty: say what was not checked")
+			}
+			vals := map[string]any{"orchestratorIntegrations": []any{in}}
+			objs := objects(t, mustRender(t, loadChart(t), vals).Manifest)
+			vwc := find(t, objs, "ValidatingWebhookConfiguration", "xila-guard-integration-"+file)
+			if got, want := toYAML(t, field(vwc.raw, "webhooks", 0, "objectSelector")), toYAML(t, in["workloadSelector"]); got != want {
+				t.Errorf("objectSelector\n%s\nwant the workload selector\n%s", got, want)
+			}
+			got, _ := flagValue(webhookArgs(t, objs), "external-schedulers")
+			if in["schedulerName"] != "xila-guard-scheduler" && got != in["schedulerName"] {
+				t.Errorf("--external-schedulers=%q, want %v", got, in["schedulerName"])
+			}
+		})
+		all = append(all, p.Integration)
+	}
+	// Every profile at once: one configuration each, one accepted set.
+	objs := objects(t, mustRender(t, loadChart(t), map[string]any{"orchestratorIntegrations": all}).Manifest)
+	n := 0
+	for _, o := range objs {
+		if o.Kind == "ValidatingWebhookConfiguration" {
+			n++
+		}
+	}
+	if n != len(profiles) {
+		t.Errorf("%d webhook configurations for %d profiles", n, len(profiles))
+	}
+	got, _ := flagValue(webhookArgs(t, objs), "external-schedulers")
+	for file, want := range wantSchedulers {
+		if want != "xila-guard-scheduler" && !slices.Contains(strings.Split(got, ","), want) {
+			t.Errorf("--external-schedulers=%q lacks %s's %s", got, file, want)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+{{/*
+Helpers of the admission webhook, its TLS and its configurations.
+*/}}
+
+{{/* The enabled orchestrator integrations, as a YAML list. */}}
+{{- define "xila-guard.integrations" -}}
+{{- $out := list -}}
+{{- $names := dict -}}
+{{- range $i, $in := .Values.orchestratorIntegrations -}}
+{{- if not (kindIs "map" $in) -}}
+{{- fail (printf "orchestratorIntegrations[%d]: want an object" $i) -}}
+{{- end -}}
+{{- $name := get $in "name" | toString -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$" $name) -}}
+{{- fail (printf "orchestratorIntegrations[%d].name %q: want a DNS label of at most 40 characters" $i $name) -}}
+{{- end -}}
+{{- if hasKey $names $name -}}
+{{- fail (printf "orchestratorIntegrations: name %q appears twice" $name) -}}
+{{- end -}}
+{{- $_ := set $names $name true -}}
+{{- if not (get $in "schedulerName") -}}
+{{- fail (printf "orchestratorIntegrations %q: schedulerName is required" $name) -}}
+{{- end -}}
+{{- if not (get $in "workloadSelector") -}}
+{{- fail (printf "orchestratorIntegrations %q: workloadSelector is required; an empty selector would select every pod" $name) -}}
+{{- end -}}
+{{- if dig "enabled" true $in -}}
+{{- $out = append $out $in -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end }}
+
+{{/* "true" when the webhook runs: webhook.enabled, or an enabled integration. */}}
+{{- define "xila-guard.webhook.enabled" -}}
+{{- if or .Values.webhook.enabled (include "xila-guard.integrations" . | fromYamlArray) -}}
+true
+{{- end -}}
+{{- end }}
+
+{{/* The webhook's Service, and the DNS names its certificate covers. */}}
+{{- define "xila-guard.webhook.service" -}}
+xila-guard-webhook
+{{- end }}
+
+{{- define "xila-guard.webhook.dnsNames" -}}
+{{- $svc := include "xila-guard.webhook.service" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- toYaml (list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns)) -}}
+{{- end }}
+
+{{/* The name of the Secret holding the serving certificate. */}}
+{{- define "xila-guard.webhook.tlsSecret" -}}
+{{- if eq .Values.webhook.tls.mode "secret" -}}
+{{- required "webhook.tls.secretName is required with webhook.tls.mode=secret" .Values.webhook.tls.secretName -}}
+{{- else -}}
+xila-guard-webhook-tls
+{{- end -}}
+{{- end }}
+
+{{/*
+The serving certificate of mode generate: the one in the release's Secret
+when it exists and still covers the Service (so upgrades keep it), else a
+new CA and certificate. Computed once per render and kept in .Values, so
+the Secret and every webhook configuration agree. A dict with ca, cert and
+key, as PEM.
+*/}}
+{{- define "xila-guard.webhook.generatedTLS" -}}
+{{- $tls := .Values.webhook.tls -}}
+{{- if not (hasKey $tls "_generated") -}}
+{{- $secretName := include "xila-guard.webhook.tlsSecret" . -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace $secretName -}}
+{{- $data := dig "data" dict ($existing | default dict) -}}
+{{- $state := dict -}}
+{{- if and (hasKey $data "ca.crt") (hasKey $data "tls.crt") (hasKey $data "tls.key") -}}
+{{- $state = dict "ca" (index $data "ca.crt" | b64dec) "cert" (index $data "tls.crt" | b64dec) "key" (index $data "tls.key" | b64dec) -}}
+{{- else -}}
+{{- $dns := include "xila-guard.webhook.dnsNames" . | fromYamlArray -}}
+{{- $ca := genCA "xila-guard-webhook-ca" (int $tls.validityDays) -}}
+{{- $cert := genSignedCert (index $dns 2) nil $dns (int $tls.validityDays) $ca -}}
+{{- $state = dict "ca" $ca.Cert "cert" $cert.Cert "key" $cert.Key -}}
+{{- end -}}
+{{- $_ := set $tls "_generated" $state -}}
+{{- end -}}
+{{- toYaml $tls._generated -}}
+{{- end }}
+
+{{/* The annotations of every webhook configuration (cert-manager's CA injection). */}}
+{{- define "xila-guard.webhook.configAnnotations" -}}
+{{- if eq .Values.webhook.tls.mode "certManager" -}}
+cert-manager.io/inject-ca-from: {{ printf "%s/xila-guard-webhook" .Release.Namespace }}
+{{- end -}}
+{{- end }}
+
+{{/*
+The clientConfig of a webhook: include "xila-guard.webhook.clientConfig" (list . "/validate-pods")
+*/}}
+{{- define "xila-guard.webhook.clientConfig" -}}
+{{- $root := index . 0 -}}
+{{- $mode := $root.Values.webhook.tls.mode -}}
+service:
+  name: {{ include "xila-guard.webhook.service" $root }}
+  namespace: {{ $root.Release.Namespace }}
+  path: {{ index . 1 }}
+  port: 443
+{{- if eq $mode "secret" }}
+caBundle: {{ required "webhook.tls.caBundle is required with webhook.tls.mode=secret" $root.Values.webhook.tls.caBundle | b64enc }}
+{{- else if eq $mode "generate" }}
+caBundle: {{ (include "xila-guard.webhook.generatedTLS" $root | fromYaml).ca | b64enc }}
+{{- end }}
+{{- end }}
+
+{{/*
+The namespaces no webhook ever sees: the release's own, the system ones and
+webhook.exemptNamespaces.
+*/}}
+{{- define "xila-guard.webhook.namespaceSelector" -}}
+matchExpressions:
+- key: kubernetes.io/metadata.name
+  operator: NotIn
+  values:
+  {{- range (concat (list .Release.Namespace "kube-system" "kube-public" "kube-node-lease") .Values.webhook.exemptNamespaces | uniq) }}
+  - {{ . }}
+  {{- end }}
+{{- end }}
+
+{{/* The rule set of a pod webhook: every container list, at create and update. */}}
+{{- define "xila-guard.webhook.podRules" -}}
+- apiGroups: [""]
+  apiVersions: [v1]
+  operations: [CREATE, UPDATE]
+  resources: [pods, pods/ephemeralcontainers]
+  scope: Namespaced
+{{- end }}
+
+{{/* Settings every webhook of the chart shares. */}}
+{{- define "xila-guard.webhook.common" -}}
+admissionReviewVersions: [v1]
+sideEffects: None
+failurePolicy: Fail
+matchPolicy: Equivalent
+timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+{{- end }}
