@@ -1,0 +1,20 @@
+package app
+
+import (
+	"net/netip"
+
+	"github.com/xila-guard/xila-guard/components/agent/dataplane"
+	"github.com/xila-guard/xila-guard/components/agent/enforcer"
+	"github.com/xila-guard/xila-guard/components/agent/rules"
+)
+
+// auditDataplane stands in for the kernel in audit mode: the enforcer
+// compiles, compares and reports as usual, and nothing is installed.
+type auditDataplane struct{}
+
+var _ enforcer.Dataplane = auditDataplane{}
+
+func (auditDataplane) Apply(dataplane.Endpoint, rules.RuleSet, rules.RuleSet) error { return nil }
+func (auditDataplane) Remove(int) error                                             { return nil }
+func (auditDataplane) SetFrontends([]netip.Prefix) error                            { return nil }
+func (auditDataplane) Endpoints() ([]int, error)                                    { return nil, nil }

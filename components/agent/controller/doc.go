@@ -1,0 +1,8 @@
+// Package controller is the agent's reconcile loop. It watches Pods,
+// Namespaces, NetworkPolicies and Services through shared informers, and on
+// every relevant change (coalesced) compiles the policy of the node's own
+// pods, finds each pod's host-side interface from the node's routes, and
+// hands both to the enforcer, which switches only what changed. It reports
+// what happened as metrics, JSON logs and, for a pod that falls back to
+// deny-all, a Warning Event on the pod.
+package controller

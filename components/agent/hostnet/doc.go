@@ -1,0 +1,9 @@
+// Package hostnet reads what the agent needs from the node's network
+// namespace: which host-side interface each local pod address is routed
+// through, and the node's own addresses (the peers that must always reach
+// local pods, such as the kubelet's probes).
+//
+// Point-to-point pod networks (the ptp CNI plugin, and most routed CNIs)
+// install one host route per pod address, "10.244.1.5 dev veth1a2b scope
+// host": the route's interface is the pod's host-side veth.
+package hostnet
