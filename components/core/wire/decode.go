@@ -56,22 +56,34 @@ type Limits struct {
 // body yields a *RequestError that names the offending field; any other
 // error is the server's fault.
 func DecodeEvaluateRequest(body []byte, limits Limits) (*EvaluateRequest, error) {
-	var req EvaluateRequest
-	if err := strictjson.Unmarshal(body, &req); err != nil {
-		var se *strictjson.Error
-		if errors.As(err, &se) {
-			detail := se.Msg
-			if se.Path == "" {
-				detail = se.Error()
-			}
-			return nil, &RequestError{Errors: []FieldError{{Field: se.Path, Detail: detail}}}
-		}
-		return nil, fmt.Errorf("decoding request: %w", err)
+	// One copy of the body, that the request's strings are cut from.
+	return DecodeEvaluateRequestString(string(body), limits)
+}
+
+// DecodeEvaluateRequestString is DecodeEvaluateRequest for a body held in
+// a string, which spares the copy; the request's strings share its memory.
+func DecodeEvaluateRequestString(body string, limits Limits) (*EvaluateRequest, error) {
+	req, err := decodeRequest(body)
+	if err != nil {
+		return nil, requestError(err)
 	}
 	if errs := req.Validate(limits); len(errs) > 0 {
 		return nil, newRequestError(errs)
 	}
-	return &req, nil
+	return req, nil
+}
+
+// requestError turns a decoding error into a *RequestError.
+func requestError(err error) error {
+	var se *strictjson.Error
+	if !errors.As(err, &se) {
+		return fmt.Errorf("decoding request: %w", err)
+	}
+	detail := se.Msg
+	if se.Path == "" {
+		detail = se.Error()
+	}
+	return &RequestError{Errors: []FieldError{{Field: se.Path, Detail: detail}}}
 }
 
 func newRequestError(errs field.ErrorList) *RequestError {

@@ -114,3 +114,53 @@ func FuzzAppendRequest(f *testing.F) {
 		checkSameAsEncodingJSON(t, r)
 	})
 }
+
+func checkResponseSameAsEncodingJSON(t *testing.T, r *EvaluateResponse) {
+	t.Helper()
+	want, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := AppendResponse(nil, r); string(got) != string(want) {
+		t.Errorf("AppendResponse differs from encoding/json:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestAppendResponse(t *testing.T) {
+	cases := map[string]*EvaluateResponse{
+		"full":        fullResponse(),
+		"minimal":     {},
+		"empty lists": {Pod: Verdict{Reasons: []guard.Reason{}}, Results: []NodeResult{{Reasons: []guard.Reason{}}}},
+		"awkward strings": {Pod: Verdict{Message: "<a>&\"b\"\\ \n\r\t\b\f\x00\x1f\x7f é \u2028\u2029 \xff\xfe 😀"},
+			Results: []NodeResult{{Node: "\u2028", Incarnation: "<>"}}},
+	}
+	for name, r := range cases {
+		t.Run(name, func(t *testing.T) { checkResponseSameAsEncodingJSON(t, r) })
+	}
+}
+
+// TestAppendResponseCoversEveryField fills every field of the answer, so
+// that a field added without a line in AppendResponse fails here.
+func TestAppendResponseCoversEveryField(t *testing.T) {
+	var r EvaluateResponse
+	fill(reflect.ValueOf(&r).Elem(), 0)
+	checkResponseSameAsEncodingJSON(t, &r)
+}
+
+// FuzzAppendResponse checks the answer encoder against encoding/json on
+// arbitrary strings and times.
+func FuzzAppendResponse(f *testing.F) {
+	f.Add("allow", "node-1", "<&>", int64(0))
+	f.Add("\xff\u2028", "", "é", int64(1767225600))
+	f.Fuzz(func(t *testing.T, a, b, c string, unix int64) {
+		r := &EvaluateResponse{
+			Profile: guard.Profile(a), EvaluatedAt: metav1.NewTime(time.Unix(unix%(1<<40), 0)),
+			Pod: Verdict{Decision: guard.Decision(a), Reasons: []guard.Reason{guard.Reason(b)}, Message: c},
+			Results: []NodeResult{
+				{Node: a, Decision: guard.Decision(b), Reasons: []guard.Reason{guard.Reason(c), guard.Reason(a)}, Message: b, Incarnation: c},
+				{Node: c, Reasons: []guard.Reason{}},
+			},
+		}
+		checkResponseSameAsEncodingJSON(t, r)
+	})
+}

@@ -36,11 +36,17 @@ func structCodec(t reflect.Type, building map[reflect.Type]*decodeFunc) (decodeF
 	if err != nil {
 		return nil, err
 	}
-	return func(d *decoder, v reflect.Value) error { return d.object(si, v) }, nil
+	return func(d *decoder, v reflect.Value) error {
+		return d.object(&si.Fields, func(i int) error {
+			f := &si.fields[i]
+			return f.decode(d, v.Field(f.index))
+		})
+	}, nil
 }
 
-// object decodes an object into a struct. Each field may appear once.
-func (d *decoder) object(si *structInfo, v reflect.Value) error {
+// object decodes an object whose members are fields: member decodes the
+// value of fields' i-th name. Each field may appear once.
+func (d *decoder) object(fields *Fields, member func(i int) error) error {
 	if d.peek() != '{' {
 		return d.errNull("an object")
 	}
@@ -55,14 +61,13 @@ func (d *decoder) object(si *structInfo, v reflect.Value) error {
 		if err != nil {
 			return err
 		}
-		i, ok := si.lookup(key)
-		if !ok {
-			if err := d.unknownField(string(key), si); err != nil {
+		i := fields.index(key)
+		if i < 0 {
+			if err := d.unknownField(key, fields); err != nil {
 				return err
 			}
 		} else {
-			f := &si.fields[i]
-			if err := d.push(step{name: f.name}); err != nil {
+			if err := d.push(step{name: fields.names[i]}); err != nil {
 				return err
 			}
 			if seen&(1<<i) != 0 {
@@ -72,7 +77,7 @@ func (d *decoder) object(si *structInfo, v reflect.Value) error {
 			if err := d.colon(); err != nil {
 				return err
 			}
-			if err := f.decode(d, v.Field(f.index)); err != nil {
+			if err := member(i); err != nil {
 				return err
 			}
 			d.pop()
@@ -85,12 +90,12 @@ func (d *decoder) object(si *structInfo, v reflect.Value) error {
 
 // unknownField refuses a field the struct does not have, or skips its value
 // when the caller asked for leniency.
-func (d *decoder) unknownField(key string, si *structInfo) error {
+func (d *decoder) unknownField(key string, fields *Fields) error {
 	if err := d.push(step{name: key}); err != nil {
 		return err
 	}
 	if !d.opts.ignoreUnknown {
-		return d.errorf("unknown field (expected one of: %s)", si.names)
+		return d.errorf("unknown field (expected one of: %s)", fields.list)
 	}
 	if err := d.colon(); err != nil {
 		return err

@@ -20,4 +20,9 @@
 //
 // Whatever it accepts, encoding/json accepts too and decodes to the same
 // value; the fuzz test checks that.
+//
+// Reader exposes the same scanner and checks to decoders written by hand
+// for one type, which avoid reflection and choose how values are
+// allocated; such a decoder is checked against Unmarshal by a
+// differential fuzz test next to it.
 package strictjson

@@ -46,12 +46,12 @@ func (d *decoder) found() string {
 	case d.hasPrefix("null"):
 		return "null"
 	}
-	r, _ := utf8.DecodeRune(d.data[d.pos:])
+	r, _ := utf8.DecodeRuneInString(d.data[d.pos:])
 	return strconv.QuoteRune(r)
 }
 
 func (d *decoder) hasPrefix(word string) bool {
-	return len(d.data)-d.pos >= len(word) && string(d.data[d.pos:d.pos+len(word)]) == word
+	return len(d.data)-d.pos >= len(word) && d.data[d.pos:d.pos+len(word)] == word
 }
 
 // literal consumes the keyword word (true, false or null).
@@ -64,26 +64,17 @@ func (d *decoder) literal(word string) error {
 }
 
 // str consumes a string token and returns its contents. A string without
-// escapes is a substring of the document's text, which costs no
-// allocation; the decoded value keeps the text alive.
+// escapes is a substring of the document, which costs no allocation; the
+// decoded value keeps the document alive.
 func (d *decoder) str() (string, error) {
-	d.skipSpace()
-	start := d.pos + 1
-	raw, escaped, err := d.rawStr()
-	if err != nil {
-		return "", err
-	}
-	if escaped {
-		return string(raw), nil
-	}
-	return d.text[start : start+len(raw)], nil
+	s, _, err := d.rawStr()
+	return s, err
 }
 
-// key consumes a member name. The bytes may alias the document, so a
-// lookup costs no allocation.
-func (d *decoder) key() ([]byte, error) {
-	raw, _, err := d.rawStr()
-	return raw, err
+// key consumes a member name.
+func (d *decoder) key() (string, error) {
+	s, _, err := d.rawStr()
+	return s, err
 }
 
 // plainByte marks the bytes a string may hold as they are: printable ASCII
@@ -96,12 +87,12 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
-// rawStr consumes a string token and returns its decoded bytes, and
-// whether it had escapes. Strings without escapes are sliced straight from
+// rawStr consumes a string token and returns its decoded contents, and
+// whether it had escapes. Strings without escapes are cut straight from
 // the document.
-func (d *decoder) rawStr() ([]byte, bool, error) {
+func (d *decoder) rawStr() (string, bool, error) {
 	if d.peek() != '"' {
-		return nil, false, d.errorf("expected a string, found %s", d.found())
+		return "", false, d.errorf("expected a string, found %s", d.found())
 	}
 	start := d.pos + 1
 	for i := start; i < len(d.data); {
@@ -116,21 +107,21 @@ func (d *decoder) rawStr() ([]byte, bool, error) {
 			return d.data[start:i], false, nil
 		case c == '\\':
 			raw, err := d.escapedStr(start)
-			return raw, true, err
+			return string(raw), true, err
 		case c < 0x20:
 			d.pos = i
-			return nil, false, d.errorf("control character %#02x in string", c)
+			return "", false, d.errorf("control character %#02x in string", c)
 		default:
-			r, size := utf8.DecodeRune(d.data[i:])
+			r, size := utf8.DecodeRuneInString(d.data[i:])
 			if r == utf8.RuneError && size == 1 {
 				d.pos = i
-				return nil, false, d.errorf("invalid UTF-8 in string")
+				return "", false, d.errorf("invalid UTF-8 in string")
 			}
 			i += size
 		}
 	}
 	d.pos = len(d.data)
-	return nil, false, d.errorf("unterminated string")
+	return "", false, d.errorf("unterminated string")
 }
 
 // escapedStr decodes a string that contains escapes, from its first byte.
@@ -147,7 +138,7 @@ func (d *decoder) escapedStr(start int) ([]byte, error) {
 			d.pos = i
 			return nil, d.errorf("control character %#02x in string", c)
 		case c != '\\':
-			r, size := utf8.DecodeRune(d.data[i:])
+			r, size := utf8.DecodeRuneInString(d.data[i:])
 			if r == utf8.RuneError && size == 1 {
 				d.pos = i
 				return nil, d.errorf("invalid UTF-8 in string")
@@ -213,12 +204,13 @@ func (d *decoder) unicodeEscape(i int) (rune, int, error) {
 	return 0, 0, d.errorf("lone UTF-16 surrogate in string")
 }
 
-func hex4(b []byte, i int) (rune, bool) {
+func hex4(b string, i int) (rune, bool) {
 	if i+4 > len(b) {
 		return 0, false
 	}
 	var r rune
-	for _, c := range b[i : i+4] {
+	for j := i; j < i+4; j++ {
+		c := b[j]
 		switch {
 		case c >= '0' && c <= '9':
 			r = r<<4 | rune(c-'0')
@@ -275,5 +267,5 @@ func (d *decoder) number() (string, bool, error) {
 		}
 	}
 	d.pos = i
-	return string(d.data[start:i]), integer, nil
+	return d.data[start:i], integer, nil
 }

@@ -5,13 +5,19 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // decodeMetav1Time decodes an RFC 3339 timestamp exactly as metav1.Time
 // does: null is the zero time, and the result is in the local time zone.
 func decodeMetav1Time(d *decoder, v reflect.Value) error {
+	return d.metav1Time(v.Addr().Interface().(*metav1.Time))
+}
+
+func (d *decoder) metav1Time(t *metav1.Time) error {
 	if d.peek() == 'n' {
-		v.SetZero()
+		*t = metav1.Time{}
 		return d.literal("null")
 	}
 	if d.peek() != '"' {
@@ -22,18 +28,22 @@ func decodeMetav1Time(d *decoder, v reflect.Value) error {
 	if err != nil {
 		return err
 	}
-	t, err := time.Parse(time.RFC3339, s)
+	parsed, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		d.pos = start
 		return d.errorf("invalid RFC 3339 timestamp %q", s)
 	}
-	v.Field(0).Set(reflect.ValueOf(t.Local()))
+	t.Time = parsed.Local()
 	return nil
 }
 
 // decodeMetav1Duration decodes a Go duration string, as metav1.Duration
 // does.
 func decodeMetav1Duration(d *decoder, v reflect.Value) error {
+	return d.metav1Duration(v.Addr().Interface().(*metav1.Duration))
+}
+
+func (d *decoder) metav1Duration(dur *metav1.Duration) error {
 	if d.peek() != '"' {
 		return d.errNull("a string")
 	}
@@ -42,12 +52,12 @@ func decodeMetav1Duration(d *decoder, v reflect.Value) error {
 	if err != nil {
 		return err
 	}
-	dur, err := time.ParseDuration(s)
+	parsed, err := time.ParseDuration(s)
 	if err != nil {
 		d.pos = start
 		return d.errorf("invalid duration %q: %s", s, strings.TrimPrefix(err.Error(), "time: "))
 	}
-	v.Field(0).SetInt(int64(dur))
+	dur.Duration = parsed
 	return nil
 }
 
@@ -59,7 +69,7 @@ func decodeUnmarshaler(d *decoder, v reflect.Value) error {
 	if err := d.skipValue(); err != nil {
 		return err
 	}
-	if err := v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(d.data[start:d.pos]); err != nil {
+	if err := v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON([]byte(d.data[start:d.pos])); err != nil {
 		d.pos = start
 		return d.errorf("%s", err)
 	}

@@ -59,7 +59,8 @@ func Unmarshal(data []byte, v any, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	d := &decoder{data: data, text: string(data)}
+	// One copy of the document, that decoded strings are cut from.
+	d := &decoder{data: string(data)}
 	for _, o := range opts {
 		o(&d.opts)
 	}
@@ -81,13 +82,10 @@ func unsupported(t reflect.Type) error { return fmt.Errorf("%w: %s", ErrUnsuppor
 
 // decoder walks one document; path holds where it is, for error messages.
 type decoder struct {
-	data []byte
+	data string
 	pos  int
 	path []step
 	opts options
-	// text is data as one string, made once per document, that decoded
-	// strings are cut from.
-	text string
 }
 
 // step is one element of a path: a field name, or an index when name is "".

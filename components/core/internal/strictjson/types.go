@@ -101,9 +101,8 @@ type field struct {
 
 // structInfo is what the decoder needs to know about a struct type.
 type structInfo struct {
+	Fields
 	fields []field
-	// names lists the JSON names, for the "unknown field" message.
-	names string
 }
 
 // structOf collects the fields of struct type t. Only exported fields
@@ -136,17 +135,6 @@ func structOf(t reflect.Type, building map[reflect.Type]*decodeFunc) (*structInf
 	if len(si.fields) > 64 {
 		return nil, fmt.Errorf("%w: %s has more than 64 fields", ErrUnsupportedType, t)
 	}
-	si.names = strings.Join(names, ", ")
+	si.Fields = *NewFields(names...)
 	return si, nil
-}
-
-// lookup finds the field named by key, which is a slice of the document so
-// that a hit costs no allocation.
-func (si *structInfo) lookup(key []byte) (int, bool) {
-	for i := range si.fields {
-		if si.fields[i].name == string(key) {
-			return i, true
-		}
-	}
-	return -1, false
 }

@@ -1,0 +1,418 @@
+package wire
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/internal/strictjson"
+)
+
+// The members of each object, in the order of the fields of its Go type;
+// TestFieldTables checks them against the types.
+var (
+	requestFields     = strictjson.NewFields("profile", "pod", "tenant", "policy", "nodes")
+	podFields         = strictjson.NewFields("namespace", "name", "uid")
+	tenantFields      = strictjson.NewFields("id", "pool")
+	policyFields      = strictjson.NewFields("name", "spec")
+	policySpecFields  = strictjson.NewFields("confinement", "evidence", "gpuSharing", "confidentialComputing")
+	evidenceFields    = strictjson.NewFields("acceptedSources", "maxAge")
+	sharingFields     = strictjson.NewFields("allowedModes", "forbiddenModes")
+	ccFields          = strictjson.NewFields("teeTypes", "gpuCCMode", "allowedMeasurements", "requireAttestation", "maxAttestationAge")
+	nodeFields        = strictjson.NewFields("name", "uid", "pool", "state")
+	stateFields       = strictjson.NewFields("nodeUID", "incarnation", "observedAt", "source", "complete", "devices", "tee")
+	deviceFields      = strictjson.NewFields("id", "vendor", "model", "sharingMode", "migProfile", "ccMode")
+	teeFields         = strictjson.NewFields("type", "measurement", "attestation")
+	attestationFields = strictjson.NewFields("verdict", "verifiedAt", "verifier")
+)
+
+// decodeRequest decodes a request body without reflection. It accepts and
+// refuses exactly what strictjson.Unmarshal does for an EvaluateRequest,
+// with the same errors, and builds the same value; the differential fuzz
+// test FuzzTypedDecoders checks that. It is several times faster, and
+// the evidence of all nodes lives in a few large blocks rather than in
+// several small allocations per node.
+func decodeRequest(text string) (*EvaluateRequest, error) {
+	d := requestDecoder{r: strictjson.NewReader(text)}
+	var req EvaluateRequest
+	if err := d.r.Begin(); err != nil {
+		return nil, err
+	}
+	if err := d.request(&req); err != nil {
+		return nil, err
+	}
+	if err := d.r.End(); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// requestDecoder reads one request. Values that every node has are
+// carved from blocks that grow with the request, so that a request of
+// thousands of nodes costs tens of allocations, not tens of thousands.
+type requestDecoder struct {
+	r            *strictjson.Reader
+	states       block[v1alpha1.NodeSecurityStateSpec]
+	tees         block[v1alpha1.TEEFacts]
+	attestations block[v1alpha1.Attestation]
+	devices      []v1alpha1.GPUDevice
+}
+
+func (d *requestDecoder) request(req *EvaluateRequest) error {
+	r := d.r
+	return r.Object(requestFields, func(i int) error {
+		switch i {
+		case 0:
+			s, err := r.String()
+			req.Profile = guard.Profile(s)
+			return err
+		case 1:
+			return d.pod(&req.Pod)
+		case 2:
+			if null, err := r.Null(); null || err != nil {
+				req.Tenant = nil
+				return err
+			}
+			req.Tenant = new(Tenant)
+			return d.tenant(req.Tenant)
+		case 3:
+			if null, err := r.Null(); null || err != nil {
+				req.Policy = nil
+				return err
+			}
+			req.Policy = new(Policy)
+			return d.policy(req.Policy)
+		default:
+			return d.nodes(req)
+		}
+	})
+}
+
+func (d *requestDecoder) pod(p *Pod) error {
+	r := d.r
+	return r.Object(podFields, func(i int) error {
+		s, err := r.String()
+		switch i {
+		case 0:
+			p.Namespace = s
+		case 1:
+			p.Name = s
+		default:
+			p.UID = types.UID(s)
+		}
+		return err
+	})
+}
+
+func (d *requestDecoder) tenant(t *Tenant) error {
+	r := d.r
+	return r.Object(tenantFields, func(i int) error {
+		s, err := r.String()
+		if i == 0 {
+			t.ID = s
+		} else {
+			t.Pool = s
+		}
+		return err
+	})
+}
+
+func (d *requestDecoder) policy(p *Policy) error {
+	r := d.r
+	return r.Object(policyFields, func(i int) error {
+		if i == 0 {
+			s, err := r.String()
+			p.Name = s
+			return err
+		}
+		return d.policySpec(&p.Spec)
+	})
+}
+
+func (d *requestDecoder) policySpec(s *v1alpha1.PlacementPolicySpec) error {
+	r := d.r
+	return r.Object(policySpecFields, func(i int) error {
+		switch i {
+		case 0:
+			v, err := r.String()
+			s.Confinement = v1alpha1.Confinement(v)
+			return err
+		case 1:
+			return d.evidence(&s.Evidence)
+		case 2:
+			if null, err := r.Null(); null || err != nil {
+				s.GPUSharing = nil
+				return err
+			}
+			s.GPUSharing = new(v1alpha1.GPUSharingPolicy)
+			return d.sharing(s.GPUSharing)
+		default:
+			if null, err := r.Null(); null || err != nil {
+				s.ConfidentialComputing = nil
+				return err
+			}
+			s.ConfidentialComputing = new(v1alpha1.ConfidentialComputingPolicy)
+			return d.confidentialComputing(s.ConfidentialComputing)
+		}
+	})
+}
+
+func (d *requestDecoder) evidence(e *v1alpha1.EvidencePolicy) error {
+	r := d.r
+	return r.Object(evidenceFields, func(i int) error {
+		if i == 0 {
+			return readStrings(r, &e.AcceptedSources)
+		}
+		return readDuration(r, &e.MaxAge)
+	})
+}
+
+func (d *requestDecoder) sharing(g *v1alpha1.GPUSharingPolicy) error {
+	r := d.r
+	return r.Object(sharingFields, func(i int) error {
+		if i == 0 {
+			return readStrings(r, &g.AllowedModes)
+		}
+		return readStrings(r, &g.ForbiddenModes)
+	})
+}
+
+func (d *requestDecoder) confidentialComputing(cc *v1alpha1.ConfidentialComputingPolicy) error {
+	r := d.r
+	return r.Object(ccFields, func(i int) error {
+		switch i {
+		case 0:
+			return readStrings(r, &cc.TEETypes)
+		case 1:
+			s, err := r.String()
+			cc.GPUCCMode = v1alpha1.GPUCCMode(s)
+			return err
+		case 2:
+			return readStrings(r, &cc.AllowedMeasurements)
+		case 3:
+			b, err := r.Bool()
+			cc.RequireAttestation = b
+			return err
+		default:
+			return readDuration(r, &cc.MaxAttestationAge)
+		}
+	})
+}
+
+func (d *requestDecoder) nodes(req *EvaluateRequest) error {
+	req.Nodes = nil
+	present, err := d.r.Array(func(i int) error {
+		req.Nodes = append(req.Nodes, Node{})
+		return d.node(&req.Nodes[i])
+	})
+	if present && req.Nodes == nil {
+		req.Nodes = []Node{}
+	}
+	return err
+}
+
+func (d *requestDecoder) node(n *Node) error {
+	r := d.r
+	return r.Object(nodeFields, func(i int) error {
+		switch i {
+		case 0:
+			s, err := r.String()
+			n.Name = s
+			return err
+		case 1:
+			s, err := r.String()
+			n.UID = types.UID(s)
+			return err
+		case 2:
+			s, err := r.String()
+			n.Pool = s
+			return err
+		default:
+			if null, err := r.Null(); null || err != nil {
+				n.State = nil
+				return err
+			}
+			n.State = d.states.next()
+			return d.state(n.State)
+		}
+	})
+}
+
+func (d *requestDecoder) state(s *v1alpha1.NodeSecurityStateSpec) error {
+	r := d.r
+	return r.Object(stateFields, func(i int) error {
+		switch i {
+		case 0:
+			v, err := r.String()
+			s.NodeUID = types.UID(v)
+			return err
+		case 1:
+			v, err := r.String()
+			s.Incarnation = v
+			return err
+		case 2:
+			return r.Time(&s.ObservedAt)
+		case 3:
+			v, err := r.String()
+			s.Source = v1alpha1.EvidenceSource(v)
+			return err
+		case 4:
+			b, err := r.Bool()
+			s.Complete = b
+			return err
+		case 5:
+			return d.deviceList(&s.Devices)
+		default:
+			if null, err := r.Null(); null || err != nil {
+				s.TEE = nil
+				return err
+			}
+			s.TEE = d.tees.next()
+			return d.tee(s.TEE)
+		}
+	})
+}
+
+// deviceList decodes a node's devices into the shared block of devices.
+func (d *requestDecoder) deviceList(list *[]v1alpha1.GPUDevice) error {
+	return readList(d.r, &d.devices, list, d.device)
+}
+
+func (d *requestDecoder) device(g *v1alpha1.GPUDevice) error {
+	r := d.r
+	return r.Object(deviceFields, func(i int) error {
+		s, err := r.String()
+		switch i {
+		case 0:
+			g.ID = s
+		case 1:
+			g.Vendor = s
+		case 2:
+			g.Model = s
+		case 3:
+			g.SharingMode = v1alpha1.GPUSharingMode(s)
+		case 4:
+			g.MIGProfile = s
+		default:
+			g.CCMode = v1alpha1.GPUCCMode(s)
+		}
+		return err
+	})
+}
+
+func (d *requestDecoder) tee(t *v1alpha1.TEEFacts) error {
+	r := d.r
+	return r.Object(teeFields, func(i int) error {
+		switch i {
+		case 0:
+			s, err := r.String()
+			t.Type = v1alpha1.TEEType(s)
+			return err
+		case 1:
+			s, err := r.String()
+			t.Measurement = v1alpha1.Measurement(s)
+			return err
+		default:
+			if null, err := r.Null(); null || err != nil {
+				t.Attestation = nil
+				return err
+			}
+			t.Attestation = d.attestations.next()
+			return d.attestation(t.Attestation)
+		}
+	})
+}
+
+func (d *requestDecoder) attestation(a *v1alpha1.Attestation) error {
+	r := d.r
+	return r.Object(attestationFields, func(i int) error {
+		switch i {
+		case 0:
+			s, err := r.String()
+			a.Verdict = v1alpha1.AttestationVerdict(s)
+			return err
+		case 1:
+			return r.Time(&a.VerifiedAt)
+		default:
+			s, err := r.String()
+			a.Verifier = s
+			return err
+		}
+	})
+}
+
+// readStrings decodes a list of strings: null is a nil list, [] an empty
+// one.
+func readStrings[T ~string](r *strictjson.Reader, list *[]T) error {
+	*list = nil
+	present, err := r.Array(func(int) error {
+		s, err := r.String()
+		*list = append(*list, T(s))
+		return err
+	})
+	if present && *list == nil {
+		*list = []T{}
+	}
+	return err
+}
+
+// readDuration decodes an optional duration.
+func readDuration(r *strictjson.Reader, dur **metav1.Duration) error {
+	if null, err := r.Null(); null || err != nil {
+		*dur = nil
+		return err
+	}
+	*dur = new(metav1.Duration)
+	return r.Duration(*dur)
+}
+
+// readList decodes an array into the unused tail of blk, so that the lists
+// of all nodes share a few allocations; a list that outgrows the block
+// moves to a new, larger one. Null is a nil list, [] an empty one, and the
+// list's capacity ends with it, so that appending to it cannot overwrite
+// the next list.
+func readList[T any](r *strictjson.Reader, blk *[]T, list *[]T, elem func(*T) error) error {
+	start := len(*blk)
+	present, err := r.Array(func(int) error {
+		b := *blk
+		if len(b) == cap(b) {
+			n := len(b) - start
+			grown := make([]T, n, min(max(2*cap(b), 2*n, 8), max(maxBlock, 2*n)))
+			copy(grown, b[start:])
+			b, start = grown, 0
+		}
+		b = b[:len(b)+1]
+		*blk = b
+		return elem(&b[len(b)-1])
+	})
+	end := len(*blk)
+	switch {
+	case !present:
+		*list = nil
+	case end == start:
+		*list = []T{}
+	default:
+		*list = (*blk)[start:end:end]
+	}
+	return err
+}
+
+// block hands out values of T from allocations that double in size up to
+// maxBlock values, instead of one allocation per value.
+type block[T any] struct {
+	free []T
+	size int
+}
+
+const maxBlock = 1024
+
+func (b *block[T]) next() *T {
+	if len(b.free) == 0 {
+		b.size = min(max(2*b.size, 4), maxBlock)
+		b.free = make([]T, b.size)
+	}
+	v := &b.free[0]
+	b.free = b.free[1:]
+	return v
+}

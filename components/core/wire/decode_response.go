@@ -1,0 +1,116 @@
+package wire
+
+import (
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/core/internal/strictjson"
+)
+
+var (
+	responseFields   = strictjson.NewFields("profile", "evaluatedAt", "pod", "results")
+	verdictFields    = strictjson.NewFields("decision", "reasons", "message")
+	nodeResultFields = strictjson.NewFields("node", "decision", "reasons", "message", "incarnation")
+)
+
+// DecodeEvaluateResponse decodes an answer as strictly as a request,
+// except that members a newer evaluator may add are skipped: duplicate
+// keys, null where a value is due and malformed JSON are still refused.
+// The answer's strings share the memory of body. It decodes exactly what
+// strictjson.Unmarshal with IgnoreUnknownFields does, which the
+// differential fuzz test FuzzTypedDecoders checks, without reflection.
+func DecodeEvaluateResponse(body string) (*EvaluateResponse, error) {
+	d := responseDecoder{r: strictjson.NewReader(body, strictjson.IgnoreUnknownFields())}
+	var resp EvaluateResponse
+	if err := d.r.Begin(); err != nil {
+		return nil, err
+	}
+	if err := d.response(&resp); err != nil {
+		return nil, err
+	}
+	if err := d.r.End(); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// responseDecoder reads one answer; the reasons of all results share a
+// few allocations.
+type responseDecoder struct {
+	r       *strictjson.Reader
+	reasons []guard.Reason
+}
+
+func (d *responseDecoder) response(resp *EvaluateResponse) error {
+	r := d.r
+	return r.Object(responseFields, func(i int) error {
+		switch i {
+		case 0:
+			s, err := r.String()
+			resp.Profile = guard.Profile(s)
+			return err
+		case 1:
+			return r.Time(&resp.EvaluatedAt)
+		case 2:
+			return d.verdict(&resp.Pod)
+		default:
+			resp.Results = nil
+			present, err := r.Array(func(i int) error {
+				resp.Results = append(resp.Results, NodeResult{})
+				return d.nodeResult(&resp.Results[i])
+			})
+			if present && resp.Results == nil {
+				resp.Results = []NodeResult{}
+			}
+			return err
+		}
+	})
+}
+
+func (d *responseDecoder) verdict(v *Verdict) error {
+	r := d.r
+	return r.Object(verdictFields, func(i int) error {
+		switch i {
+		case 0:
+			s, err := r.String()
+			v.Decision = guard.Decision(s)
+			return err
+		case 1:
+			return readList(r, &d.reasons, &v.Reasons, d.reason)
+		default:
+			s, err := r.String()
+			v.Message = s
+			return err
+		}
+	})
+}
+
+func (d *responseDecoder) nodeResult(res *NodeResult) error {
+	r := d.r
+	return r.Object(nodeResultFields, func(i int) error {
+		switch i {
+		case 0:
+			s, err := r.String()
+			res.Node = s
+			return err
+		case 1:
+			s, err := r.String()
+			res.Decision = guard.Decision(s)
+			return err
+		case 2:
+			return readList(r, &d.reasons, &res.Reasons, d.reason)
+		case 3:
+			s, err := r.String()
+			res.Message = s
+			return err
+		default:
+			s, err := r.String()
+			res.Incarnation = s
+			return err
+		}
+	})
+}
+
+func (d *responseDecoder) reason(reason *guard.Reason) error {
+	s, err := d.r.String()
+	*reason = guard.Reason(s)
+	return err
+}
