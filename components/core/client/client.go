@@ -11,11 +11,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
-	"github.com/xila-guard/xila-guard/components/core/internal/strictjson"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
@@ -85,7 +86,8 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 // Evaluate asks the evaluator about req. It returns an error, never a
 // partial answer, unless every requested node has exactly one valid result.
 func (c *Client) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*Evaluation, error) {
-	if err := checkRequest(req); err != nil {
+	byNode, err := checkRequest(req)
+	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -96,11 +98,11 @@ func (c *Client) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*Eval
 	}
 	// Strict decoding, except that fields added by a newer evaluator are
 	// skipped: duplicate keys or a null decision must not slip through.
-	var out wire.EvaluateResponse
-	if err := strictjson.Unmarshal(data, &out, strictjson.IgnoreUnknownFields()); err != nil {
+	out, err := wire.DecodeEvaluateResponse(data)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformedResponse, err)
 	}
-	return newEvaluation(req, &out)
+	return newEvaluation(req, byNode, out)
 }
 
 // encode encodes req into a buffer sized from the previous request.
@@ -114,33 +116,35 @@ func (c *Client) encode(req *wire.EvaluateRequest) []byte {
 
 // post sends body and returns the body of a 200 JSON answer; every other
 // outcome is an error.
-func (c *Client) post(ctx context.Context, body []byte) ([]byte, error) {
+func (c *Client) post(ctx context.Context, body []byte) (string, error) {
 	// A bytes.Reader lets the transport write the body in one piece. The
 	// buffer is not recycled: the transport may still read it after Do
 	// returns.
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return "", fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	hreq.Header.Set("Content-Type", wire.ContentType)
 	hreq.Header.Set("Accept", wire.ContentType)
 	resp, err := c.http.Do(hreq)
 	if err != nil {
-		return nil, transportError(ctx, err)
+		return "", transportError(ctx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, statusError(resp)
+		return "", statusError(resp)
 	}
-	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != wire.ContentType {
-		return nil, fmt.Errorf("%w: content type %q, want %s", ErrMalformedResponse, resp.Header.Get("Content-Type"), wire.ContentType)
+	if ct := resp.Header.Get("Content-Type"); ct != wire.ContentType {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != wire.ContentType {
+			return "", fmt.Errorf("%w: content type %q, want %s", ErrMalformedResponse, ct, wire.ContentType)
+		}
 	}
 	data, err := readBody(resp, c.maxResponseBytes)
 	if err != nil {
-		return nil, transportError(ctx, err)
+		return "", transportError(ctx, err)
 	}
 	if int64(len(data)) > c.maxResponseBytes {
-		return nil, fmt.Errorf("%w: answer exceeds %d bytes", ErrMalformedResponse, c.maxResponseBytes)
+		return "", fmt.Errorf("%w: answer exceeds %d bytes", ErrMalformedResponse, c.maxResponseBytes)
 	}
 	return data, nil
 }
@@ -157,19 +161,26 @@ func transportError(ctx context.Context, err error) error {
 }
 
 // readBody reads an answer of at most limit bytes, plus one to tell that
-// it was larger. A declared length sizes the buffer in one allocation.
-func readBody(resp *http.Response, limit int64) ([]byte, error) {
-	r := io.LimitReader(resp.Body, limit+1)
+// it was larger. It reads into a string, which the answer's strings are
+// then cut from without a copy of the whole; a declared length sizes it in
+// one allocation.
+func readBody(resp *http.Response, limit int64) (string, error) {
+	var b strings.Builder
 	if n := resp.ContentLength; n >= 0 && n <= limit {
 		// The transport stops the body at the declared length.
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		return buf, nil
+		b.Grow(int(n))
 	}
-	return io.ReadAll(r)
+	chunk := chunks.Get().(*[]byte)
+	defer chunks.Put(chunk)
+	_, err := io.CopyBuffer(&b, io.LimitReader(resp.Body, limit+1), *chunk)
+	return b.String(), err
 }
+
+// chunks are the buffers answers are read through.
+var chunks = sync.Pool{New: func() any {
+	b := make([]byte, 32<<10)
+	return &b
+}}
 
 func statusError(resp *http.Response) error {
 	se := &StatusError{Code: resp.StatusCode}
@@ -181,20 +192,22 @@ func statusError(resp *http.Response) error {
 	return se
 }
 
-func checkRequest(req *wire.EvaluateRequest) error {
+// checkRequest refuses a request that no answer could match, and returns
+// the index of each node by name.
+func checkRequest(req *wire.EvaluateRequest) (map[string]int, error) {
 	if req == nil {
-		return fmt.Errorf("%w: nil request", ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: nil request", ErrInvalidRequest)
 	}
-	seen := make(map[string]struct{}, len(req.Nodes))
+	byNode := make(map[string]int, len(req.Nodes))
 	for i := range req.Nodes {
 		name := req.Nodes[i].Name
 		if name == "" {
-			return fmt.Errorf("%w: nodes[%d] has no name", ErrInvalidRequest, i)
+			return nil, fmt.Errorf("%w: nodes[%d] has no name", ErrInvalidRequest, i)
 		}
-		if _, dup := seen[name]; dup {
-			return fmt.Errorf("%w: node %q is listed twice", ErrInvalidRequest, name)
+		if _, dup := byNode[name]; dup {
+			return nil, fmt.Errorf("%w: node %q is listed twice", ErrInvalidRequest, name)
 		}
-		seen[name] = struct{}{}
+		byNode[name] = i
 	}
-	return nil
+	return byNode, nil
 }

@@ -37,10 +37,11 @@ func (e *Evaluation) Allowed(name string) bool {
 	return ok && r.Decision == guard.DecisionAllow
 }
 
-// newEvaluation checks an answer against its request. Anything that does
-// not add up is an ErrMalformedResponse, so that a confused or hostile
-// server cannot turn a refusal into an allow.
-func newEvaluation(req *wire.EvaluateRequest, resp *wire.EvaluateResponse) (*Evaluation, error) {
+// newEvaluation checks an answer against its request; byNode gives the
+// index of each requested node. Anything that does not add up is an
+// ErrMalformedResponse, so that a confused or hostile server cannot turn a
+// refusal into an allow.
+func newEvaluation(req *wire.EvaluateRequest, byNode map[string]int, resp *wire.EvaluateResponse) (*Evaluation, error) {
 	if !resp.Profile.IsValid() {
 		return nil, fmt.Errorf("%w: unknown profile %q", ErrMalformedResponse, resp.Profile)
 	}
@@ -50,27 +51,26 @@ func newEvaluation(req *wire.EvaluateRequest, resp *wire.EvaluateResponse) (*Eva
 	if !resp.Pod.Decision.IsValid() {
 		return nil, fmt.Errorf("%w: pod decision %q is not allow, deny or indeterminate", ErrMalformedResponse, resp.Pod.Decision)
 	}
-	ev := &Evaluation{
-		Profile: resp.Profile,
-		Pod:     resp.Pod,
-		Results: make([]wire.NodeResult, len(req.Nodes)),
-		byNode:  make(map[string]int, len(req.Nodes)),
+	ev := &Evaluation{Profile: resp.Profile, Pod: resp.Pod, byNode: byNode}
+	for i := range resp.Results {
+		if err := checkResult(&resp.Results[i], resp.Pod.Decision); err != nil {
+			return nil, err
+		}
 	}
-	for i := range req.Nodes {
-		ev.byNode[req.Nodes[i].Name] = i
+	if inRequestOrder(req, resp) {
+		// What the evaluator sends: the answer's list is the result.
+		ev.Results = resp.Results
+		return ev, nil
 	}
+	ev.Results = make([]wire.NodeResult, len(req.Nodes))
 	filled := make([]bool, len(req.Nodes))
 	for _, r := range resp.Results {
-		i, ok := ev.byNode[r.Node]
+		i, ok := byNode[r.Node]
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("%w: result for node %q, which was not requested", ErrMalformedResponse, r.Node)
 		case filled[i]:
 			return nil, fmt.Errorf("%w: two results for node %q", ErrMalformedResponse, r.Node)
-		case !r.Decision.IsValid():
-			return nil, fmt.Errorf("%w: node %q: decision %q is not allow, deny or indeterminate", ErrMalformedResponse, r.Node, r.Decision)
-		case r.Decision == guard.DecisionAllow && resp.Pod.Decision != guard.DecisionAllow:
-			return nil, fmt.Errorf("%w: node %q allowed although the pod is refused", ErrMalformedResponse, r.Node)
 		}
 		filled[i] = true
 		ev.Results[i] = r
@@ -81,4 +81,30 @@ func newEvaluation(req *wire.EvaluateRequest, resp *wire.EvaluateResponse) (*Eva
 		}
 	}
 	return ev, nil
+}
+
+// checkResult refuses a result whose decision is unknown, or that allows a
+// node although the pod is refused.
+func checkResult(r *wire.NodeResult, pod guard.Decision) error {
+	switch {
+	case !r.Decision.IsValid():
+		return fmt.Errorf("%w: node %q: decision %q is not allow, deny or indeterminate", ErrMalformedResponse, r.Node, r.Decision)
+	case r.Decision == guard.DecisionAllow && pod != guard.DecisionAllow:
+		return fmt.Errorf("%w: node %q allowed although the pod is refused", ErrMalformedResponse, r.Node)
+	}
+	return nil
+}
+
+// inRequestOrder reports whether the answer has exactly one result per
+// requested node, in request order.
+func inRequestOrder(req *wire.EvaluateRequest, resp *wire.EvaluateResponse) bool {
+	if len(resp.Results) != len(req.Nodes) {
+		return false
+	}
+	for i := range resp.Results {
+		if resp.Results[i].Node != req.Nodes[i].Name {
+			return false
+		}
+	}
+	return true
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/xila-guard/xila-guard/components/core/wire"
@@ -50,7 +51,7 @@ func (s *Server) evaluate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := s.cfg.Evaluator.Evaluate(req)
-	if err := writeJSON(w, http.StatusOK, resp); err != nil {
+	if err := writeResponse(w, resp); err != nil {
 		s.log.Error("writing evaluation", "err", err, "pod", req.Pod.Namespace+"/"+req.Pod.Name)
 		return
 	}
@@ -60,6 +61,22 @@ func (s *Server) evaluate(w http.ResponseWriter, r *http.Request) {
 			"profile", resp.Profile, "pod_decision", resp.Pod.Decision)
 	}
 }
+
+// writeResponse writes an answer, encoded into a recycled buffer: the
+// answer to thousands of nodes is megabytes, and once written it is no
+// longer needed.
+func writeResponse(w http.ResponseWriter, resp *wire.EvaluateResponse) error {
+	buf := answerBuffers.Get().(*[]byte)
+	defer answerBuffers.Put(buf)
+	*buf = wire.AppendResponse((*buf)[:0], resp)
+	w.Header().Set("Content-Type", wire.ContentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(*buf)))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(*buf)
+	return err
+}
+
+var answerBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // bodyBuffers recycles request bodies: a 5,000-node request is megabytes,
 // and the decoder copies every string it keeps, so a buffer is free again

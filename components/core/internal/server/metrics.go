@@ -1,6 +1,9 @@
 package server
 
 import (
+	"strconv"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -15,6 +18,9 @@ type metrics struct {
 	latency   *prometheus.HistogramVec
 	decisions *prometheus.CounterVec
 	nodes     prometheus.Histogram
+
+	mu         sync.RWMutex
+	byDecision map[decisionKey]prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -39,6 +45,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Candidate nodes per evaluation request.",
 			Buckets: []float64{0, 1, 10, 100, 1000, 5000, 10000},
 		}),
+		byDecision: map[decisionKey]prometheus.Counter{},
 	}
 	reg.MustRegister(m.requests, m.latency, m.decisions, m.nodes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -51,24 +58,87 @@ type decisionKey struct {
 	reason   guard.Reason
 }
 
+// decisionCount is how many times one label pair occurs in an answer.
+type decisionCount struct {
+	key decisionKey
+	n   int
+}
+
 // observe counts a response's decisions, adding up per label pair first so
-// that a 5,000-node answer costs a handful of counter updates.
+// that a 5,000-node answer costs a handful of counter updates. Answers hold
+// a few distinct pairs, so a short list beats a map.
 func (m *metrics) observe(resp *wire.EvaluateResponse) {
 	m.nodes.Observe(float64(len(resp.Results)))
-	counts := make(map[decisionKey]int, 8)
+	var buf [8]decisionCount
+	counts := buf[:0]
+	add := func(k decisionKey) {
+		for i := range counts {
+			if counts[i].key == k {
+				counts[i].n++
+				return
+			}
+		}
+		counts = append(counts, decisionCount{k, 1})
+	}
 	for i := range resp.Results {
 		r := &resp.Results[i]
 		if len(r.Reasons) == 0 {
-			counts[decisionKey{r.Decision, "NONE"}]++
+			add(decisionKey{r.Decision, "NONE"})
 		}
 		for _, reason := range r.Reasons {
 			if !reason.IsKnown() {
 				reason = "OTHER"
 			}
-			counts[decisionKey{r.Decision, reason}]++
+			add(decisionKey{r.Decision, reason})
 		}
 	}
-	for k, n := range counts {
-		m.decisions.WithLabelValues(string(k.decision), string(k.reason)).Add(float64(n))
+	for _, c := range counts {
+		m.decisionCounter(c.key).Add(float64(c.n))
 	}
+}
+
+// decisionCounter returns the counter of a label pair, looked up in the
+// vector once per pair and process rather than once per request.
+func (m *metrics) decisionCounter(k decisionKey) prometheus.Counter {
+	m.mu.RLock()
+	c, ok := m.byDecision[k]
+	m.mu.RUnlock()
+	if ok {
+		return c
+	}
+	c = m.decisions.WithLabelValues(string(k.decision), string(k.reason))
+	m.mu.Lock()
+	m.byDecision[k] = c
+	m.mu.Unlock()
+	return c
+}
+
+// handlerMetrics are the request metrics of one handler, with a counter
+// per status code looked up once.
+type handlerMetrics struct {
+	name     string
+	requests *prometheus.CounterVec
+	latency  prometheus.Observer
+
+	mu     sync.RWMutex
+	byCode map[int]prometheus.Counter
+}
+
+func (m *metrics) forHandler(name string) *handlerMetrics {
+	return &handlerMetrics{name: name, requests: m.requests, latency: m.latency.WithLabelValues(name),
+		byCode: map[int]prometheus.Counter{}}
+}
+
+// count counts a request answered with code.
+func (h *handlerMetrics) count(code int) {
+	h.mu.RLock()
+	c, ok := h.byCode[code]
+	h.mu.RUnlock()
+	if !ok {
+		c = h.requests.WithLabelValues(h.name, strconv.Itoa(code))
+		h.mu.Lock()
+		h.byCode[code] = c
+		h.mu.Unlock()
+	}
+	c.Inc()
 }

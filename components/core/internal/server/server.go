@@ -95,13 +95,13 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 
 // instrument counts and times every request of a handler.
 func (s *Server) instrument(name string, next http.Handler) http.Handler {
-	latency := s.metrics.latency.WithLabelValues(name)
+	m := s.metrics.forHandler(name)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		next.ServeHTTP(sw, r)
-		latency.Observe(time.Since(start).Seconds())
-		s.metrics.requests.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
+		m.latency.Observe(time.Since(start).Seconds())
+		m.count(sw.code)
 	})
 }
 
@@ -135,6 +135,10 @@ func writeError(w http.ResponseWriter, code int, body wire.ErrorResponse) {
 
 // isJSON reports whether a Content-Type names JSON in UTF-8.
 func isJSON(contentType string) bool {
+	if contentType == wire.ContentType {
+		// What every caller sends; parsing it would cost allocations.
+		return true
+	}
 	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil || mt != wire.ContentType {
 		return false
