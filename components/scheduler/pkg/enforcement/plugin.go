@@ -167,7 +167,7 @@ func (pl *Enforcement) Reserve(_ context.Context, cs fwk.CycleState, _ *corev1.P
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("reading node %s from the snapshot: %w", nodeName, err))
 	}
-	st.chosen, st.chosenUID = nodeName, ni.Node().UID
+	st.chosenUID = ni.Node().UID
 	return nil
 }
 

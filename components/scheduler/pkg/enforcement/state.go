@@ -36,8 +36,7 @@ type cycleState struct {
 	// unpooled is the answer for every node in no pool; nil when no such
 	// node existed at PreFilter.
 	unpooled *judgement
-	// chosen is the node Reserve saw the pod go to, and its UID then.
-	chosen    string
+	// chosenUID is the UID of the node Reserve saw the pod go to.
 	chosenUID types.UID
 
 	// mu guards judged in the per-node mode, where Filter fills it

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+)
+
+// variantConfigs turn the example profile into each variant's.
+var variantConfigs = map[string]func(profile map[string]any){
+	// plugin is the example configuration as it ships.
+	"plugin": func(map[string]any) {},
+	// stock is the same binary with the plugin disabled: the default
+	// plugins, TaintToleration included.
+	"stock": func(profile map[string]any) {
+		delete(profile, "plugins")
+		delete(profile, "pluginConfig")
+	},
+	// every-cycle is the plugin asking in every cycle, with no answer
+	// reuse: what the snapshot alone achieves.
+	"every-cycle": func(profile map[string]any) {
+		pluginArgs(profile)["answerReuse"] = "0s"
+	},
+	// per-node asks the evaluator in Filter, once per node.
+	"per-node": func(profile map[string]any) {
+		pluginArgs(profile)["evaluatePerNode"] = true
+	},
+}
+
+// variantDescriptions name the variants in the report.
+var variantDescriptions = map[string]string{
+	"plugin":      "(a) xila-guard-scheduler",
+	"every-cycle": "(a′) same, answers never reused",
+	"stock":       "(b) same binary, plugin disabled",
+	"per-node":    "(c) evaluator called per node in Filter",
+}
+
+// writeConfig writes a variant's KubeSchedulerConfiguration, derived from
+// the example at path, and returns its file name. Every variant gets the
+// same client limits and the stopwatch, which runs first in PreFilter.
+func writeConfig(o *options, c *cluster, example, variant, coreURL string) (string, error) {
+	data, err := os.ReadFile(example)
+	if err != nil {
+		return "", err
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return "", fmt.Errorf("%s: %w", example, err)
+	}
+	cfg["clientConnection"] = map[string]any{"kubeconfig": c.kubeconfig, "qps": o.qps, "burst": o.qps}
+	cfg["leaderElection"] = map[string]any{"leaderElect": false}
+	profile := cfg["profiles"].([]any)[0].(map[string]any)
+	if profile["schedulerName"] != guard.SchedulerName {
+		return "", fmt.Errorf("%s: the first profile is not %s", example, guard.SchedulerName)
+	}
+	if args := pluginArgs(profile); args != nil {
+		args["coreURL"] = coreURL
+	}
+	variantConfigs[variant](profile)
+
+	plugins, _ := profile["plugins"].(map[string]any)
+	if plugins == nil {
+		plugins = map[string]any{}
+		profile["plugins"] = plugins
+	}
+	first := map[string]any{"name": stopwatchName}
+	for _, point := range []string{"multiPoint", "preFilter"} {
+		set, _ := plugins[point].(map[string]any)
+		if set == nil {
+			set = map[string]any{}
+			plugins[point] = set
+		}
+		enabled, _ := set["enabled"].([]any)
+		set["enabled"] = append([]any{first}, enabled...)
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(c.dir, variant+".yaml")
+	return file, os.WriteFile(file, out, 0o600)
+}
+
+// pluginArgs returns the XilaGuardEnforcement args of a profile, or nil.
+func pluginArgs(profile map[string]any) map[string]any {
+	configs, _ := profile["pluginConfig"].([]any)
+	for _, pc := range configs {
+		m, _ := pc.(map[string]any)
+		if m["name"] == guard.PluginName {
+			args, _ := m["args"].(map[string]any)
+			if args == nil {
+				args = map[string]any{}
+				m["args"] = args
+			}
+			return args
+		}
+	}
+	return nil
+}
