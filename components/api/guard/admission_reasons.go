@@ -1,0 +1,61 @@
+package guard
+
+// Reasons the admission webhook gives when it refuses a request on its own
+// authority, without an evaluator decision. Together with the evaluator's
+// TENANT_UNRESOLVED and NO_POLICY and the callers' EVALUATOR_* codes they
+// are every code an admission refusal carries. Like the others, they never
+// change meaning.
+const (
+	// ReasonSchedulerNotAllowed: a protected pod names a scheduler other than
+	// xila-guard-scheduler or an accepted external one.
+	ReasonSchedulerNotAllowed Reason = "SCHEDULER_NOT_ALLOWED"
+	// ReasonNodeNameSet: a protected pod is created with spec.nodeName set,
+	// which would bypass every scheduler.
+	ReasonNodeNameSet Reason = "NODE_NAME_SET"
+	// ReasonPrivilegedContainer: a container of a protected pod (including
+	// init and ephemeral containers) is privileged.
+	ReasonPrivilegedContainer Reason = "PRIVILEGED_CONTAINER"
+	// ReasonHostNetwork: a protected pod uses the node's network namespace.
+	ReasonHostNetwork Reason = "HOST_NETWORK"
+	// ReasonHostPID: a protected pod uses the node's PID namespace.
+	ReasonHostPID Reason = "HOST_PID"
+	// ReasonHostIPC: a protected pod uses the node's IPC namespace.
+	ReasonHostIPC Reason = "HOST_IPC"
+	// ReasonHostPathVolume: a protected pod mounts a hostPath volume.
+	ReasonHostPathVolume Reason = "HOST_PATH_VOLUME"
+	// ReasonPoolToleration: a pod outside every tenant tolerates the pool
+	// taint, by its key or by a wildcard toleration.
+	ReasonPoolToleration Reason = "POOL_TOLERATION"
+	// ReasonPoolSelector: a pod outside every tenant selects or requires the
+	// pool label (nodeSelector or required node affinity).
+	ReasonPoolSelector Reason = "POOL_SELECTOR"
+	// ReasonPoolNodeName: a pod outside every tenant names a pool node, in
+	// spec.nodeName or in a required node affinity on metadata.name.
+	ReasonPoolNodeName Reason = "POOL_NODE_NAME"
+	// ReasonNodeUnknown: a pod names a node, or is bound to one, that the
+	// webhook does not know, so it cannot tell whether it is a pool node.
+	ReasonNodeUnknown Reason = "NODE_UNKNOWN"
+	// ReasonBindingNotAllowed: a user that is not an accepted scheduler
+	// binds a protected pod, or binds a pod to a pool node.
+	ReasonBindingNotAllowed Reason = "BINDING_NOT_ALLOWED"
+	// ReasonPoolMembershipLocked: a node's pool label or pool taint is
+	// changed or removed while tenant pods run on it.
+	ReasonPoolMembershipLocked Reason = "POOL_MEMBERSHIP_LOCKED"
+	// ReasonUnexpectedRequest: the admission request is for a resource,
+	// subresource, kind or operation the endpoint does not judge, or its
+	// object cannot be decoded.
+	ReasonUnexpectedRequest Reason = "UNEXPECTED_REQUEST"
+	// ReasonLookupFailed: what the decision needs (a namespace, the
+	// webhook's caches) could not be read, so nothing is allowed.
+	ReasonLookupFailed Reason = "LOOKUP_FAILED"
+)
+
+// AdmissionReasons lists the webhook's own reasons, in the order above.
+// None of them is among Reasons or CallerReasons.
+var AdmissionReasons = []Reason{
+	ReasonSchedulerNotAllowed, ReasonNodeNameSet, ReasonPrivilegedContainer,
+	ReasonHostNetwork, ReasonHostPID, ReasonHostIPC, ReasonHostPathVolume,
+	ReasonPoolToleration, ReasonPoolSelector, ReasonPoolNodeName, ReasonNodeUnknown,
+	ReasonBindingNotAllowed, ReasonPoolMembershipLocked,
+	ReasonUnexpectedRequest, ReasonLookupFailed,
+}

@@ -1,0 +1,125 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/core/client"
+	"github.com/xila-guard/xila-guard/components/core/wire"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Identity is who a namespace's pods belong to.
+type Identity struct {
+	// Protected is true when the namespace carries the tenant label or is
+	// listed by a TenantBinding.
+	Protected bool
+	// Tenant is nil when the tenant of a protected namespace could not be
+	// resolved.
+	Tenant *wire.Tenant
+	// Policy is nil when no PlacementPolicy applies.
+	Policy *wire.Policy
+	// Note says why the tenant or the policy is missing.
+	Note string
+}
+
+// Cluster is what the rules read about the cluster. The real one is backed
+// by informers; reads never block on the API server except for a
+// namespace the caches have not seen yet.
+type Cluster interface {
+	// Synced reports whether every cache has been filled once.
+	Synced() bool
+	// Identity resolves the tenant and policy of a namespace's pods.
+	Identity(ctx context.Context, namespace string) (Identity, error)
+	// Node returns the named node, and false when it is not known.
+	Node(name string) (*corev1.Node, bool)
+	// TenantPodsOn lists, as namespace/name, the pods of protected
+	// namespaces bound to the node that have not terminated.
+	TenantPodsOn(ctx context.Context, node string) ([]string, error)
+}
+
+// Evaluator asks xila-guard-core for a decision; *client.Client is one.
+type Evaluator interface {
+	Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*client.Evaluation, error)
+}
+
+var _ Evaluator = (*client.Client)(nil)
+
+// Config configures a Validator.
+type Config struct {
+	// PoolLabel is the node label, and taint key, that puts a node in a
+	// tenant's pool.
+	PoolLabel string
+	// ExternalSchedulers are scheduler names accepted for protected pods in
+	// addition to xila-guard-scheduler.
+	ExternalSchedulers []string
+	// TrustedServiceAccounts are service account user names
+	// (system:serviceaccount:<ns>:<name>). Pods running as one may target
+	// pools, and requests made as one may bind any pod.
+	TrustedServiceAccounts []string
+	// Binders are the user names allowed to bind protected pods and to bind
+	// pods to pool nodes: the controlled scheduler's service account and
+	// those of accepted external schedulers.
+	Binders []string
+	// Cluster reads the cluster.
+	Cluster Cluster
+	// Evaluator checks protected pods' node-independent verdict. Nil
+	// skips that check: the tenant must still resolve, and the local rules
+	// still apply.
+	Evaluator Evaluator
+	// Metrics records requests; nil records nothing.
+	Metrics *Metrics
+	// Logger receives one line per refusal; nil discards.
+	Logger *slog.Logger
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.PoolLabel == "" {
+		errs = append(errs, errors.New("the pool label must not be empty"))
+	}
+	if c.Cluster == nil {
+		errs = append(errs, errors.New("a cluster reader is required"))
+	}
+	for _, u := range append(append([]string{}, c.TrustedServiceAccounts...), c.Binders...) {
+		if _, err := ParseServiceAccount(u); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// serviceAccountPrefix starts the user name of every service account.
+const serviceAccountPrefix = "system:serviceaccount:"
+
+// ParseServiceAccount turns "<namespace>:<name>" or
+// "system:serviceaccount:<namespace>:<name>" into the service account's
+// user name, system:serviceaccount:<namespace>:<name>.
+func ParseServiceAccount(s string) (string, error) {
+	rest := strings.TrimPrefix(strings.TrimSpace(s), serviceAccountPrefix)
+	ns, name, ok := strings.Cut(rest, ":")
+	if !ok || ns == "" || name == "" || strings.Contains(name, ":") {
+		return "", fmt.Errorf("service account %q: want <namespace>:<name> or system:serviceaccount:<namespace>:<name>", s)
+	}
+	return serviceAccountPrefix + ns + ":" + name, nil
+}
+
+// podServiceAccount is the user name of the service account a pod runs as.
+// The ServiceAccount admission plugin sets "default" before webhooks run;
+// an empty name means the same here.
+func podServiceAccount(namespace string, pod *corev1.Pod) string {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	return serviceAccountPrefix + namespace + ":" + sa
+}
+
+// acceptedSchedulers returns the scheduler names protected pods may use.
+func (c *Config) acceptedSchedulers() []string {
+	return append([]string{guard.SchedulerName}, c.ExternalSchedulers...)
+}

@@ -1,0 +1,217 @@
+package admission
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/core/client"
+	"github.com/xila-guard/xila-guard/components/core/wire"
+)
+
+const (
+	pool      = "guard.xila.us/tenant-pool"
+	tenantNS  = "acme-ml"
+	plainNS   = "web"
+	poolNode  = "gpu-1"
+	plainNode = "cpu-1"
+	scheduler = "system:serviceaccount:xila-guard-system:xila-guard-scheduler"
+	infraSA   = "system:serviceaccount:gpu-operator:device-plugin"
+)
+
+// fakeCluster is a cluster with one tenant namespace and one pool node.
+type fakeCluster struct {
+	synced     bool
+	identities map[string]Identity
+	nodes      map[string]*corev1.Node
+	podsOn     map[string][]string
+	err        error
+}
+
+func newFakeCluster() *fakeCluster {
+	return &fakeCluster{
+		synced: true,
+		identities: map[string]Identity{
+			tenantNS:   {Protected: true, Tenant: &wire.Tenant{ID: "acme"}, Policy: &wire.Policy{Name: "acme-policy"}},
+			"orphaned": {Protected: true, Note: "namespace orphaned has an empty guard.xila.us/tenant label"},
+		},
+		nodes: map[string]*corev1.Node{
+			poolNode:  {ObjectMeta: metav1.ObjectMeta{Name: poolNode, Labels: map[string]string{pool: "acme"}}},
+			plainNode: {ObjectMeta: metav1.ObjectMeta{Name: plainNode}},
+		},
+		podsOn: map[string][]string{poolNode: {tenantNS + "/train-0"}},
+	}
+}
+
+func (f *fakeCluster) Synced() bool { return f.synced }
+func (f *fakeCluster) Identity(_ context.Context, ns string) (Identity, error) {
+	if f.err != nil {
+		return Identity{}, f.err
+	}
+	return f.identities[ns], nil
+}
+func (f *fakeCluster) Node(name string) (*corev1.Node, bool) {
+	n, ok := f.nodes[name]
+	return n, ok
+}
+func (f *fakeCluster) TenantPodsOn(_ context.Context, node string) ([]string, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.podsOn[node], nil
+}
+
+// fakeEvaluator answers with a fixed verdict or error and counts calls.
+type fakeEvaluator struct {
+	verdict wire.Verdict
+	err     error
+	calls   int
+	last    *wire.EvaluateRequest
+}
+
+func (f *fakeEvaluator) Evaluate(_ context.Context, req *wire.EvaluateRequest) (*client.Evaluation, error) {
+	f.calls++
+	f.last = req
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &client.Evaluation{Profile: guard.ProfileProduction, Pod: f.verdict}, nil
+}
+
+func allowVerdict() wire.Verdict {
+	return wire.Verdict{Decision: guard.DecisionAllow, Message: "tenant acme, policy acme-policy"}
+}
+
+func newValidator(t *testing.T, c *fakeCluster, ev Evaluator) *Validator {
+	t.Helper()
+	v, err := New(Config{
+		PoolLabel:              pool,
+		ExternalSchedulers:     []string{"volcano"},
+		TrustedServiceAccounts: []string{"gpu-operator:device-plugin"},
+		Binders:                []string{scheduler},
+		Cluster:                c,
+		Evaluator:              ev,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// podBuilder builds pods for the tables.
+type podBuilder struct{ pod *corev1.Pod }
+
+func makePod(ns string) *podBuilder {
+	return &podBuilder{&corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
+		Spec: corev1.PodSpec{
+			SchedulerName:      guard.SchedulerName,
+			ServiceAccountName: "default",
+			Containers:         []corev1.Container{{Name: "main", Image: "busybox"}},
+		},
+	}}
+}
+
+func (b *podBuilder) scheduler(s string) *podBuilder { b.pod.Spec.SchedulerName = s; return b }
+func (b *podBuilder) nodeName(n string) *podBuilder  { b.pod.Spec.NodeName = n; return b }
+func (b *podBuilder) sa(s string) *podBuilder        { b.pod.Spec.ServiceAccountName = s; return b }
+func (b *podBuilder) mod(f func(*corev1.PodSpec)) *podBuilder {
+	f(&b.pod.Spec)
+	return b
+}
+func (b *podBuilder) annotate(k, v string) *podBuilder {
+	if b.pod.Annotations == nil {
+		b.pod.Annotations = map[string]string{}
+	}
+	b.pod.Annotations[k] = v
+	return b
+}
+func (b *podBuilder) obj() *corev1.Pod { return b.pod }
+
+func privileged() *corev1.SecurityContext {
+	t := true
+	return &corev1.SecurityContext{Privileged: &t}
+}
+
+func raw(t *testing.T, obj runtime.Object) runtime.RawExtension {
+	t.Helper()
+	if obj == nil {
+		return runtime.RawExtension{}
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runtime.RawExtension{Raw: data}
+}
+
+// request builds an AdmissionRequest.
+func request(t *testing.T, resource, sub string, op admissionv1.Operation, ns, user string, obj, old runtime.Object) *admissionv1.AdmissionRequest {
+	t.Helper()
+	return &admissionv1.AdmissionRequest{
+		UID:         types.UID("uid-1"),
+		Resource:    metav1.GroupVersionResource{Version: "v1", Resource: resource},
+		SubResource: sub,
+		Operation:   op,
+		Namespace:   ns,
+		Name:        "p",
+		UserInfo:    authenticationv1.UserInfo{Username: user},
+		Object:      raw(t, obj),
+		OldObject:   raw(t, old),
+	}
+}
+
+// post sends a review to h and decodes the answer.
+func post(t *testing.T, h http.Handler, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	t.Helper()
+	review := admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  req,
+	}
+	body, _ := json.Marshal(review)
+	r := httptest.NewRequest(http.MethodPost, PodsPath, bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Response == nil || out.Response.UID != req.UID {
+		t.Fatalf("response does not answer uid %s: %+v", req.UID, out.Response)
+	}
+	if out.APIVersion != "admission.k8s.io/v1" || out.Kind != "AdmissionReview" {
+		t.Fatalf("response is %s %s", out.APIVersion, out.Kind)
+	}
+	return out.Response
+}
+
+// codes returns the reason codes of a refusal.
+func codes(resp *admissionv1.AdmissionResponse) []string {
+	if resp.Allowed || resp.Result == nil || resp.Result.Details == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range resp.Result.Details.Causes {
+		out = append(out, string(c.Type))
+	}
+	return out
+}
+
+var errBoom = errors.New("boom")

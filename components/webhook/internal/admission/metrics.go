@@ -1,0 +1,81 @@
+package admission
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xila-guard/xila-guard/components/core/client"
+)
+
+// Metrics are the webhook's Prometheus metrics. Every label takes values
+// from a closed set: operations and resources are those the endpoints
+// judge, and reasons are the guard reason codes.
+type Metrics struct {
+	requests   *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	evaluator  *prometheus.CounterVec
+	badReviews prometheus.Counter
+}
+
+// NewMetrics registers the webhook's metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "xilaguard_webhook_requests_total",
+			Help: "Admission requests judged, by resource (pods, pods/ephemeralcontainers, pods/binding, nodes), operation, result (allowed, denied) and reason (the first reason code of a refusal, NONE for an allow).",
+		}, []string{"resource", "operation", "result", "reason"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "xilaguard_webhook_request_duration_seconds",
+			Help: "Time to judge an admission request, from body read to response written, by resource.",
+			// From 25µs to about 2.5s.
+			Buckets: prometheus.ExponentialBuckets(25e-6, 2.5, 14),
+		}, []string{"resource"}),
+		evaluator: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "xilaguard_webhook_evaluator_calls_total",
+			Help: "Calls to the evaluator, by result: ok, timeout, unavailable, error.",
+		}, []string{"result"}),
+		badReviews: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "xilaguard_webhook_malformed_reviews_total",
+			Help: "HTTP requests refused with a 4xx status because they were not a decodable AdmissionReview v1 POST.",
+		}),
+	}
+	reg.MustRegister(m.requests, m.latency, m.evaluator, m.badReviews)
+	return m
+}
+
+func (m *Metrics) observe(resource, operation string, o outcome, d time.Duration) {
+	if m == nil {
+		return
+	}
+	result, reason := "allowed", "NONE"
+	if !o.allowed() {
+		result, reason = "denied", string(o.violations[0].reason)
+	}
+	m.requests.WithLabelValues(resource, operation, result, reason).Inc()
+	m.latency.WithLabelValues(resource).Observe(d.Seconds())
+}
+
+func (m *Metrics) evaluation(err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	switch {
+	case err == nil:
+	case errors.Is(err, client.ErrTimeout):
+		result = "timeout"
+	case errors.Is(err, client.ErrUnavailable):
+		result = "unavailable"
+	default:
+		result = "error"
+	}
+	m.evaluator.WithLabelValues(result).Inc()
+}
+
+func (m *Metrics) malformed() {
+	if m != nil {
+		m.badReviews.Inc()
+	}
+}

@@ -1,0 +1,332 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/core/client"
+	"github.com/xila-guard/xila-guard/components/core/wire"
+)
+
+// Validator applies the rules. It is safe for concurrent use.
+type Validator struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a Validator, or an error naming every problem with cfg.
+func New(cfg Config) (*Validator, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("invalid admission config: %w", err)
+	}
+	cfg.TrustedServiceAccounts = normalise(cfg.TrustedServiceAccounts)
+	cfg.Binders = normalise(cfg.Binders)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Validator{cfg: cfg, log: log}, nil
+}
+
+func normalise(accounts []string) []string {
+	out := make([]string, 0, len(accounts))
+	for _, a := range accounts {
+		u, _ := ParseServiceAccount(a) // validated already
+		out = append(out, u)
+	}
+	return out
+}
+
+// outcome is the decision about one request.
+type outcome struct {
+	violations []violation
+	// subject names what was judged, for the message.
+	subject string
+}
+
+func (o outcome) allowed() bool { return len(o.violations) == 0 }
+
+func deny(subject string, vs ...violation) outcome { return outcome{violations: vs, subject: subject} }
+
+// Resource kinds a path judges.
+var (
+	podsResource  = "pods"
+	nodesResource = "nodes"
+)
+
+// validatePod judges pods, pods/ephemeralcontainers and bindings.
+func (v *Validator) validatePod(ctx context.Context, req *admissionv1.AdmissionRequest) outcome {
+	if isBinding(req) {
+		return v.validateBindingRequest(ctx, req)
+	}
+	if req.Resource.Group != "" || req.Resource.Resource != podsResource {
+		return unexpected("request", "this endpoint judges pods, got resource %s", resourceString(req))
+	}
+	switch req.SubResource {
+	case "", "ephemeralcontainers":
+	default:
+		return unexpected("request", "subresource pods/%s is not judged here", req.SubResource)
+	}
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return unexpected("request", "operation %s on pods; only CREATE and UPDATE are judged", req.Operation)
+	}
+	pod := &corev1.Pod{}
+	if err := decode(req.Object.Raw, pod, "Pod"); err != nil {
+		return unexpected("request", "%v", err)
+	}
+	var old *corev1.Pod
+	if req.Operation == admissionv1.Update {
+		old = &corev1.Pod{}
+		if err := decode(req.OldObject.Raw, old, "Pod"); err != nil {
+			return unexpected("request", "oldObject: %v", err)
+		}
+	}
+	ns := req.Namespace
+	subject := podSubject(ns, pod)
+	id, err := v.cfg.Cluster.Identity(ctx, ns)
+	if err != nil {
+		return deny(subject, violation{RuleLookup, guard.ReasonLookupFailed, "metadata.namespace",
+			fmt.Sprintf("cannot tell whether namespace %s belongs to a tenant: %v", ns, err)})
+	}
+	create := req.Operation == admissionv1.Create
+	ownMirror := create && isOwnMirrorPod(req.UserInfo.Username, pod)
+	if id.Protected {
+		vs := v.protectedViolations(pod, create, ownMirror)
+		if old != nil {
+			vs = added(vs, v.protectedViolations(old, false, false))
+		}
+		if len(vs) > 0 || !create {
+			return deny(subject, vs...)
+		}
+		return v.checkTenant(ctx, subject, ns, pod, id)
+	}
+	if slices.Contains(v.cfg.TrustedServiceAccounts, podServiceAccount(ns, pod)) {
+		return outcome{}
+	}
+	vs := v.poolViolations(pod, ownMirror)
+	if old != nil {
+		vs = added(vs, v.poolViolations(old, false))
+	}
+	return deny(subject, vs...)
+}
+
+// checkTenant asks the evaluator for the node-independent verdict of a
+// protected pod at CREATE: its tenant and policy must be resolved. Only an
+// explicit allow admits; every failure to get one refuses.
+func (v *Validator) checkTenant(ctx context.Context, subject, ns string, pod *corev1.Pod, id Identity) outcome {
+	if id.Tenant == nil {
+		detail := "the pod's tenant cannot be resolved"
+		if id.Note != "" {
+			detail += ": " + id.Note
+		}
+		return deny(subject, violation{RuleTenant, guard.ReasonTenantUnresolved, "metadata.namespace", detail})
+	}
+	if v.cfg.Evaluator == nil {
+		return outcome{}
+	}
+	req := &wire.EvaluateRequest{
+		Pod:    wire.Pod{Namespace: ns, Name: pod.Name, UID: pod.UID},
+		Tenant: id.Tenant,
+		Policy: id.Policy,
+		Nodes:  []wire.Node{},
+	}
+	ev, err := v.cfg.Evaluator.Evaluate(ctx, req)
+	v.cfg.Metrics.evaluation(err)
+	if err != nil {
+		reason := guard.ReasonEvaluatorError
+		switch {
+		case errors.Is(err, client.ErrTimeout):
+			reason = guard.ReasonEvaluatorTimeout
+		case errors.Is(err, client.ErrUnavailable):
+			reason = guard.ReasonEvaluatorUnavailable
+		}
+		return deny(subject, violation{RuleEvaluator, reason, "",
+			fmt.Sprintf("the evaluator gave no decision, so the pod is refused (fail closed): %v", err)})
+	}
+	if ev.Pod.Decision == guard.DecisionAllow {
+		return outcome{}
+	}
+	rs := ev.Pod.Reasons
+	if len(rs) == 0 {
+		rs = []guard.Reason{guard.ReasonEvaluatorError}
+	}
+	vs := make([]violation, 0, len(rs))
+	for i, r := range rs {
+		detail := fmt.Sprintf("the evaluator decided %s", ev.Pod.Decision)
+		if i == 0 && ev.Pod.Message != "" {
+			detail += ": " + ev.Pod.Message
+		}
+		vs = append(vs, violation{RuleEvaluator, r, "", detail})
+	}
+	return deny(subject, vs...)
+}
+
+// isBinding reports whether req binds a pod: the pods/binding subresource,
+// or the older bindings resource that does the same.
+func isBinding(req *admissionv1.AdmissionRequest) bool {
+	return req.Resource.Group == "" && ((req.Resource.Resource == podsResource && req.SubResource == "binding") ||
+		(req.Resource.Resource == "bindings" && req.SubResource == ""))
+}
+
+// validateBindingRequest judges requests to BindingsPath.
+func (v *Validator) validateBindingRequest(ctx context.Context, req *admissionv1.AdmissionRequest) outcome {
+	if !isBinding(req) {
+		return unexpected("request", "this endpoint judges pods/binding and bindings, got resource %s", resourceString(req))
+	}
+	if req.Operation != admissionv1.Create {
+		return unexpected("binding", "operation %s on %s; only CREATE is judged", req.Operation, resourceString(req))
+	}
+	return v.validateBinding(ctx, req)
+}
+
+// validateBinding judges a pods/binding CREATE: only the accepted
+// schedulers and trusted service accounts may bind a protected pod or bind
+// any pod to a pool node.
+func (v *Validator) validateBinding(ctx context.Context, req *admissionv1.AdmissionRequest) outcome {
+	b := &corev1.Binding{}
+	if err := decode(req.Object.Raw, b, "Binding"); err != nil {
+		return unexpected("binding", "%v", err)
+	}
+	ns, name := req.Namespace, req.Name
+	if name == "" {
+		name = b.Name
+	}
+	subject := fmt.Sprintf("binding of pod %s/%s to node %s by %s", ns, name, b.Target.Name, req.UserInfo.Username)
+	user := req.UserInfo.Username
+	if slices.Contains(v.cfg.Binders, user) || slices.Contains(v.cfg.TrustedServiceAccounts, user) {
+		return outcome{}
+	}
+	id, err := v.cfg.Cluster.Identity(ctx, ns)
+	if err != nil {
+		return deny(subject, violation{RuleLookup, guard.ReasonLookupFailed, "metadata.namespace",
+			fmt.Sprintf("cannot tell whether namespace %s belongs to a tenant: %v", ns, err)})
+	}
+	if id.Protected {
+		return deny(subject, violation{RuleBinding, guard.ReasonBindingNotAllowed, "",
+			fmt.Sprintf("only %s may bind the pods of a protected namespace", v.binderList())})
+	}
+	node, ok := v.cfg.Cluster.Node(b.Target.Name)
+	if !ok {
+		return deny(subject, violation{RuleBinding, guard.ReasonNodeUnknown, "target.name",
+			fmt.Sprintf("node %q is not known, so it may be a pool node", b.Target.Name)})
+	}
+	if pool, inPool := node.Labels[v.cfg.PoolLabel]; inPool {
+		return deny(subject, violation{RuleBinding, guard.ReasonBindingNotAllowed, "target.name",
+			fmt.Sprintf("node %s is in pool %q; only %s may bind to pool nodes", b.Target.Name, pool, v.binderList())})
+	}
+	return outcome{}
+}
+
+func (v *Validator) binderList() string {
+	all := append(append([]string{}, v.cfg.Binders...), v.cfg.TrustedServiceAccounts...)
+	if len(all) == 0 {
+		return "no one"
+	}
+	return strings.Join(all, ", ")
+}
+
+// validateNode judges a Node UPDATE: the pool label and the pool taints
+// may not be changed or removed while tenant pods run on the node. Adding
+// them is always allowed: it only closes the node further.
+func (v *Validator) validateNode(ctx context.Context, req *admissionv1.AdmissionRequest) outcome {
+	if req.Resource.Group != "" || req.Resource.Resource != nodesResource || req.SubResource != "" {
+		return unexpected("request", "this endpoint judges nodes, got resource %s", resourceString(req))
+	}
+	if req.Operation != admissionv1.Update {
+		return unexpected("request", "operation %s on nodes; only UPDATE is judged", req.Operation)
+	}
+	node, old := &corev1.Node{}, &corev1.Node{}
+	if err := decode(req.Object.Raw, node, "Node"); err != nil {
+		return unexpected("request", "%v", err)
+	}
+	if err := decode(req.OldObject.Raw, old, "Node"); err != nil {
+		return unexpected("request", "oldObject: %v", err)
+	}
+	key := v.cfg.PoolLabel
+	var changes []string
+	if was, had := old.Labels[key]; had {
+		if now, has := node.Labels[key]; !has {
+			changes = append(changes, fmt.Sprintf("removes label %s=%s", key, was))
+		} else if now != was {
+			changes = append(changes, fmt.Sprintf("changes label %s from %q to %q", key, was, now))
+		}
+	}
+	for _, t := range old.Spec.Taints {
+		if t.Key == key && !slices.ContainsFunc(node.Spec.Taints, func(n corev1.Taint) bool {
+			return n.Key == t.Key && n.Value == t.Value && n.Effect == t.Effect
+		}) {
+			changes = append(changes, fmt.Sprintf("removes or changes taint %s=%s:%s", t.Key, t.Value, t.Effect))
+		}
+	}
+	if len(changes) == 0 {
+		return outcome{}
+	}
+	subject := "update of node " + old.Name
+	pods, err := v.cfg.Cluster.TenantPodsOn(ctx, old.Name)
+	if err != nil {
+		return deny(subject, violation{RuleLookup, guard.ReasonLookupFailed, "",
+			fmt.Sprintf("cannot list the tenant pods on node %s: %v", old.Name, err)})
+	}
+	if len(pods) == 0 {
+		return outcome{}
+	}
+	shown := pods
+	if len(shown) > 5 {
+		shown = shown[:5]
+	}
+	more := ""
+	if len(pods) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(pods)-len(shown))
+	}
+	return deny(subject, violation{RuleNodePool, guard.ReasonPoolMembershipLocked, "metadata.labels",
+		fmt.Sprintf("the update %s while %d tenant pod(s) run on the node (%s%s); drain them first",
+			strings.Join(changes, ", "), len(pods), strings.Join(shown, ", "), more)})
+}
+
+// unexpected refuses a request the endpoint cannot judge.
+func unexpected(subject, format string, args ...any) outcome {
+	return deny(subject, violation{RuleRequest, guard.ReasonUnexpectedRequest, "", fmt.Sprintf(format, args...)})
+}
+
+// decode reads an embedded object; it must be present and of the kind.
+func decode(raw []byte, into runtime.Object, kind string) error {
+	if len(raw) == 0 {
+		return fmt.Errorf("the request carries no %s object", kind)
+	}
+	if err := json.Unmarshal(raw, into); err != nil {
+		return fmt.Errorf("decoding the %s object: %w", kind, err)
+	}
+	if got := into.GetObjectKind().GroupVersionKind().Kind; got != "" && got != kind {
+		return fmt.Errorf("the object is a %s, want %s", got, kind)
+	}
+	return nil
+}
+
+func podSubject(ns string, pod *corev1.Pod) string {
+	name := pod.Name
+	if name == "" {
+		name = pod.GenerateName + "*"
+	}
+	return fmt.Sprintf("pod %s/%s", ns, name)
+}
+
+func resourceString(req *admissionv1.AdmissionRequest) string {
+	r := req.Resource.Resource
+	if req.Resource.Group != "" {
+		r += "." + req.Resource.Group
+	}
+	if req.SubResource != "" {
+		r += "/" + req.SubResource
+	}
+	return r
+}

@@ -1,0 +1,245 @@
+// Package app is the xila-guard-webhook command: flags, logging, the
+// informers, the HTTPS server and its lifecycle. main only calls Main.
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/xila-guard/xila-guard/components/api/version"
+	"github.com/xila-guard/xila-guard/components/core/client"
+	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
+	"github.com/xila-guard/xila-guard/components/webhook/internal/certs"
+	"github.com/xila-guard/xila-guard/components/webhook/internal/cluster"
+)
+
+// Main runs the command with the process's arguments until SIGTERM or
+// SIGINT, and returns the exit code. It is the only place that knows about
+// the process.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	err := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	default:
+		fmt.Fprintf(os.Stderr, "%s: %v\n", Name, err)
+		return 1
+	}
+}
+
+// Run parses args and serves until ctx is done, then shuts down gracefully.
+// Logs go to stderr as JSON; --version prints to stdout.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if o.version {
+		_, err := fmt.Fprintf(stdout, "%s %s\n", Name, version.Get())
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	return run(ctx, o, logger)
+}
+
+func run(ctx context.Context, o *options, logger *slog.Logger) error {
+	restCfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	restCfg.UserAgent = Name + "/" + version.Get()
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("building a Kubernetes client: %w", err)
+	}
+	cl, err := cluster.New(restCfg, kube)
+	if err != nil {
+		return err
+	}
+	ev, err := evaluator(o)
+	if err != nil {
+		return err
+	}
+	if ev == nil {
+		logger.Warn("no --core-url: protected pods are checked without the evaluator; their tenant must still resolve")
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := admission.NewMetrics(reg)
+	v, err := admission.New(admission.Config{
+		PoolLabel:              o.poolLabel,
+		ExternalSchedulers:     o.externalSchedulers.values,
+		TrustedServiceAccounts: o.trusted.values,
+		Binders:                o.binders.values,
+		Cluster:                cl,
+		Evaluator:              ev,
+		Metrics:                metrics,
+		Logger:                 logger,
+	})
+	if err != nil {
+		return err
+	}
+	reloader, err := certs.New(o.tlsCertFile, o.tlsKeyFile, o.tlsCheckInterval, logger)
+	if err != nil {
+		return err
+	}
+	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "xilaguard_webhook_tls_reloads_total",
+		Help: "Reloads of the serving certificate after its files changed, by result (ok, error).",
+	}, []string{"result"})
+	synced := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "xilaguard_webhook_caches_synced",
+		Help: "1 once every informer cache has synced, else 0.",
+	}, func() float64 {
+		if cl.Synced() {
+			return 1
+		}
+		return 0
+	})
+	reg.MustRegister(reloads, synced)
+	reloader.OnReload = func(err error) {
+		if err != nil {
+			reloads.WithLabelValues("error").Inc()
+			return
+		}
+		reloads.WithLabelValues("ok").Inc()
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cl.Start(ctx)
+
+	p := &probes{synced: cl.Synced}
+	mux := http.NewServeMux()
+	mux.Handle(admission.PodsPath, v.PodsHandler())
+	mux.Handle(admission.BindingsPath, v.BindingsHandler())
+	mux.Handle(admission.NodesPath, v.NodesHandler())
+	p.register(mux, reg)
+
+	tlsLn, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", o.listen, err)
+	}
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: reloader.GetCertificate}
+	servers := []*http.Server{newServer(mux, tlsCfg, logger)}
+	listeners := []net.Listener{tls.NewListener(tlsLn, tlsCfg)}
+	if o.metricsListen != "" {
+		mln, err := net.Listen("tcp", o.metricsListen)
+		if err != nil {
+			tlsLn.Close()
+			return fmt.Errorf("listening on %s: %w", o.metricsListen, err)
+		}
+		mmux := http.NewServeMux()
+		p.register(mmux, reg)
+		servers = append(servers, newServer(mmux, nil, logger))
+		listeners = append(listeners, mln)
+	}
+	served := make(chan error, len(servers))
+	for i, s := range servers {
+		go func() { served <- s.Serve(listeners[i]) }()
+	}
+	logger.Info("serving", "addr", tlsLn.Addr().String(), "metricsAddr", o.metricsListen, "version", version.Get(),
+		"poolLabel", o.poolLabel, "coreURL", o.coreURL, "externalSchedulers", o.externalSchedulers.values,
+		"trustedServiceAccounts", o.trusted.values, "binderServiceAccounts", o.binders.values)
+	go func() {
+		if cl.WaitForSync(ctx) {
+			logger.Info("caches synced; ready")
+		}
+	}()
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	// Report not ready first, so that the Service steers new admission
+	// calls to other replicas while the calls in flight finish.
+	p.stopping.Store(true)
+	logger.Info("shutting down", "timeout", o.shutdownTimeout.String())
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), o.shutdownTimeout)
+	defer scancel()
+	var errs []error
+	for _, s := range servers {
+		if err := s.Shutdown(sctx); err != nil {
+			errs = append(errs, fmt.Errorf("shutting down: %w", err))
+		}
+	}
+	logger.Info("stopped")
+	return errors.Join(errs...)
+}
+
+func newServer(h http.Handler, tlsCfg *tls.Config, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		TLSConfig:         tlsCfg,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      35 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+// evaluator returns the evaluator client, or nil when --core-url is empty.
+func evaluator(o *options) (admission.Evaluator, error) {
+	if o.coreURL == "" {
+		return nil, nil
+	}
+	opts := []client.Option{client.WithTimeout(o.evalTimeout)}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	// Admission calls arrive from many API server goroutines at once.
+	t.MaxIdleConnsPerHost = 64
+	if o.coreCAFile != "" {
+		pem, err := os.ReadFile(o.coreCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading --core-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--core-ca-file %s holds no PEM certificate", o.coreCAFile)
+		}
+		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	}
+	opts = append(opts, client.WithHTTPClient(&http.Client{Transport: t}))
+	c, err := client.New(o.coreURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("--core-url: %w", err)
+	}
+	return c, nil
+}

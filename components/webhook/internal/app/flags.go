@@ -1,0 +1,134 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
+)
+
+// Name is the command's and the image's name.
+const Name = "xila-guard-webhook"
+
+// DefaultBinder is the service account of the controlled scheduler as the
+// chart installs it.
+const DefaultBinder = "system:serviceaccount:xila-guard-system:xila-guard-scheduler"
+
+// options are the command-line settings of xila-guard-webhook.
+type options struct {
+	listen             string
+	metricsListen      string
+	tlsCertFile        string
+	tlsKeyFile         string
+	tlsCheckInterval   time.Duration
+	coreURL            string
+	coreCAFile         string
+	evalTimeout        time.Duration
+	kubeconfig         string
+	poolLabel          string
+	trusted            listFlag
+	externalSchedulers listFlag
+	binders            listFlag
+	shutdownTimeout    time.Duration
+	logLevel           slog.Level
+	version            bool
+}
+
+// listFlag is a comma-separated list; repeating the flag appends.
+type listFlag struct {
+	values []string
+	set    bool
+}
+
+func (l *listFlag) String() string { return strings.Join(l.values, ",") }
+
+// Set replaces the default on first use, then appends.
+func (l *listFlag) Set(s string) error {
+	if !l.set {
+		l.values, l.set = nil, true
+	}
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			l.values = append(l.values, v)
+		}
+	}
+	return nil
+}
+
+// parseFlags reads args. Usage errors and -h are written to stderr.
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{binders: listFlag{values: []string{DefaultBinder}}}
+	poolDefault := guard.LabelTenantPool
+	if env := os.Getenv(guard.EnvPoolLabel); env != "" {
+		poolDefault = env
+	}
+	fs := flag.NewFlagSet(Name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.listen, "listen", ":8443", "address of the HTTPS server for the API server's admission calls ("+admission.PodsPath+", "+admission.BindingsPath+", "+admission.NodesPath+"); it also serves /healthz, /readyz and /metrics")
+	fs.StringVar(&o.metricsListen, "metrics-listen", ":8080", "address of a plain-HTTP server for /metrics, /healthz and /readyz; empty disables it")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM serving certificate (required); reloaded without a restart when the file changes")
+	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file (required)")
+	fs.DurationVar(&o.tlsCheckInterval, "tls-check-interval", time.Second, "how often, at most, a TLS handshake checks the certificate files for changes")
+	fs.StringVar(&o.coreURL, "core-url", guard.DefaultCoreURL, "base URL of the evaluator (xila-guard-core); empty checks protected pods without it (tenant resolution and the local rules only)")
+	fs.StringVar(&o.coreCAFile, "core-ca-file", "", "PEM CA bundle that verifies an https --core-url; empty uses the system roots")
+	fs.DurationVar(&o.evalTimeout, "eval-timeout", guard.DefaultEvalTimeout, "bound on one evaluator call; keep it below the webhook's timeoutSeconds")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the in-cluster service account")
+	fs.StringVar(&o.poolLabel, "pool-label", poolDefault, "node label, and taint key, that puts a node in a tenant's pool (default from "+guard.EnvPoolLabel+" when set)")
+	fs.Var(&o.trusted, "trusted-serviceaccounts", "comma-separated service accounts, each <namespace>:<name> or system:serviceaccount:<namespace>:<name>: pods running as one may target pools (infrastructure DaemonSets), and requests made as one may bind any pod; repeatable")
+	fs.Var(&o.externalSchedulers, "external-schedulers", "comma-separated scheduler names accepted for protected pods in addition to "+guard.SchedulerName+", e.g. volcano,runai-scheduler; repeatable")
+	fs.Var(&o.binders, "binder-serviceaccounts", "comma-separated service accounts allowed to bind protected pods and to bind pods to pool nodes: the controlled scheduler's and each accepted external scheduler's; setting it replaces the default, repeating it appends")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long to let requests in flight finish after SIGTERM")
+	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if o.version {
+		return o, nil
+	}
+	return o, o.validate()
+}
+
+func (o *options) validate() error {
+	var errs []error
+	if o.tlsCertFile == "" || o.tlsKeyFile == "" {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file are required: the API server calls webhooks over HTTPS only"))
+	}
+	if o.poolLabel == "" {
+		errs = append(errs, errors.New("--pool-label must not be empty"))
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"--tls-check-interval", o.tlsCheckInterval}, {"--eval-timeout", o.evalTimeout}, {"--shutdown-timeout", o.shutdownTimeout}} {
+		if d.d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.d))
+		}
+	}
+	for _, sa := range o.trusted.values {
+		if _, err := admission.ParseServiceAccount(sa); err != nil {
+			errs = append(errs, fmt.Errorf("--trusted-serviceaccounts: %w", err))
+		}
+	}
+	for _, sa := range o.binders.values {
+		if _, err := admission.ParseServiceAccount(sa); err != nil {
+			errs = append(errs, fmt.Errorf("--binder-serviceaccounts: %w", err))
+		}
+	}
+	for _, s := range o.externalSchedulers.values {
+		if s == guard.SchedulerName {
+			errs = append(errs, fmt.Errorf("--external-schedulers: %s is always accepted; list only other schedulers", s))
+		}
+	}
+	return errors.Join(errs...)
+}

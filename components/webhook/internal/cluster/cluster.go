@@ -1,0 +1,227 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
+)
+
+// Index names.
+const (
+	byNamespace = "namespace"
+	byNode      = "nodeName"
+)
+
+// namespaceReadTimeout bounds the live read of a namespace the cache has
+// not seen yet.
+const namespaceReadTimeout = 2 * time.Second
+
+// Cluster reads the cluster from informer caches. It implements
+// admission.Cluster.
+type Cluster struct {
+	kube       kubernetes.Interface
+	factories  []informers.SharedInformerFactory
+	guard      []cache.SharedIndexInformer
+	namespaces cache.Indexer
+	nodes      cache.Indexer
+	pods       cache.Indexer
+	bindings   cache.Indexer
+	policies   cache.Indexer
+	synced     []cache.InformerSynced
+}
+
+var _ admission.Cluster = (*Cluster)(nil)
+
+// New builds the informers; Start runs them.
+func New(cfg *rest.Config, kube kubernetes.Interface) (*Cluster, error) {
+	c := &Cluster{kube: kube}
+	all := informers.NewSharedInformerFactory(kube, 0)
+	// Only pods bound to a node and not terminated matter: the tenant pods
+	// that lock a node's pool membership.
+	bound := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.AndSelectors(
+			fields.OneTermNotEqualSelector("spec.nodeName", ""),
+			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+		).String()
+	}))
+	c.factories = []informers.SharedInformerFactory{all, bound}
+
+	ns := all.Core().V1().Namespaces().Informer()
+	nodes := all.Core().V1().Nodes().Informer()
+	pods := bound.Core().V1().Pods().Informer()
+	if err := pods.SetTransform(slimPod); err != nil {
+		return nil, fmt.Errorf("slimming cached pods: %w", err)
+	}
+	if err := pods.AddIndexers(cache.Indexers{byNode: func(obj any) ([]string, error) {
+		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("indexing pods by node: %w", err)
+	}
+	c.namespaces, c.nodes, c.pods = ns.GetIndexer(), nodes.GetIndexer(), pods.GetIndexer()
+	c.synced = []cache.InformerSynced{ns.HasSynced, nodes.HasSynced, pods.HasSynced}
+
+	bindingsLW, err := guardListWatch(cfg, "tenantbindings", func() runtime.Object { return &v1alpha1.TenantBindingList{} })
+	if err != nil {
+		return nil, err
+	}
+	policiesLW, err := guardListWatch(cfg, "placementpolicies", func() runtime.Object { return &v1alpha1.PlacementPolicyList{} })
+	if err != nil {
+		return nil, err
+	}
+	bindings := cache.NewSharedIndexInformerWithOptions(bindingsLW, &v1alpha1.TenantBinding{}, cache.SharedIndexInformerOptions{
+		ObjectDescription: "tenantbindings",
+		Indexers: cache.Indexers{byNamespace: func(obj any) ([]string, error) {
+			return obj.(*v1alpha1.TenantBinding).Spec.Namespaces, nil
+		}},
+	})
+	policies := cache.NewSharedIndexInformerWithOptions(policiesLW, &v1alpha1.PlacementPolicy{}, cache.SharedIndexInformerOptions{
+		ObjectDescription: "placementpolicies",
+	})
+	c.bindings, c.policies = bindings.GetIndexer(), policies.GetIndexer()
+	c.guard = []cache.SharedIndexInformer{bindings, policies}
+	c.synced = append(c.synced, bindings.HasSynced, policies.HasSynced)
+	return c, nil
+}
+
+// Start runs every informer until ctx is done.
+func (c *Cluster) Start(ctx context.Context) {
+	for _, f := range c.factories {
+		f.Start(ctx.Done())
+	}
+	for _, inf := range c.guard {
+		go inf.RunWithContext(ctx)
+	}
+}
+
+// WaitForSync blocks until every cache has synced or ctx is done, and
+// reports which.
+func (c *Cluster) WaitForSync(ctx context.Context) bool {
+	return cache.WaitForCacheSync(ctx.Done(), c.synced...)
+}
+
+// Synced reports whether every cache has been filled once.
+func (c *Cluster) Synced() bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// Identity resolves a namespace's tenant and policy. A namespace the
+// cache has not seen yet, because it was created a moment ago, is read
+// from the API server.
+func (c *Cluster) Identity(ctx context.Context, namespace string) (admission.Identity, error) {
+	ns, err := c.namespace(ctx, namespace)
+	if err != nil {
+		return admission.Identity{}, err
+	}
+	return Resolve(ns, c.listing(namespace), c.binding, c.policy), nil
+}
+
+func (c *Cluster) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	if obj, ok, err := c.namespaces.GetByKey(name); err == nil && ok {
+		return obj.(*corev1.Namespace), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, namespaceReadTimeout)
+	defer cancel()
+	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	return ns, nil
+}
+
+func (c *Cluster) listing(namespace string) []*v1alpha1.TenantBinding {
+	objs, _ := c.bindings.ByIndex(byNamespace, namespace)
+	out := make([]*v1alpha1.TenantBinding, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*v1alpha1.TenantBinding))
+	}
+	return out
+}
+
+func (c *Cluster) binding(name string) *v1alpha1.TenantBinding {
+	if obj, ok, _ := c.bindings.GetByKey(name); ok {
+		return obj.(*v1alpha1.TenantBinding)
+	}
+	return nil
+}
+
+func (c *Cluster) policy(name string) *v1alpha1.PlacementPolicy {
+	if obj, ok, _ := c.policies.GetByKey(name); ok {
+		return obj.(*v1alpha1.PlacementPolicy)
+	}
+	return nil
+}
+
+// Node returns the named node from the cache.
+func (c *Cluster) Node(name string) (*corev1.Node, bool) {
+	obj, ok, err := c.nodes.GetByKey(name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	return obj.(*corev1.Node), true
+}
+
+// TenantPodsOn lists the pods of protected namespaces bound to the node
+// that have not terminated, sorted.
+func (c *Cluster) TenantPodsOn(ctx context.Context, node string) ([]string, error) {
+	objs, err := c.pods.ByIndex(byNode, node)
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods of node %s: %w", node, err)
+	}
+	var out []string
+	protected := map[string]bool{}
+	for _, o := range objs {
+		p := o.(*corev1.Pod)
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		prot, seen := protected[p.Namespace]
+		if !seen {
+			id, err := c.Identity(ctx, p.Namespace)
+			if err != nil {
+				return nil, err
+			}
+			prot = id.Protected
+			protected[p.Namespace] = prot
+		}
+		if prot {
+			out = append(out, p.Namespace+"/"+p.Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// slimPod keeps only what TenantPodsOn reads, so that caching every bound
+// pod of a large cluster stays cheap.
+func slimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+		},
+		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}, nil
+}
