@@ -24,8 +24,11 @@ while read -r node cidr _; do
     [[ ${peer} == "${node}" ]] || routes+="ip route replace ${peer_cidr} via ${peer_ip}"$'\n'
   done <<<"${nodes}"
   # One exec per node: the CNI configuration (written atomically), the
-  # masquerade rule for traffic leaving the pod network, and the routes.
+  # masquerade rule for traffic leaving the pod network, the routes, and
+  # the bpffs mount that systemd provides on ordinary nodes (the
+  # NetworkPolicy agent pins its maps and programs there).
   docker exec -i "${node}" bash -euc "
+    mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
     mkdir -p /etc/cni/net.d
     cat >/etc/cni/net.d/.10-xila-guard-ptp.conflist
     mv /etc/cni/net.d/.10-xila-guard-ptp.conflist /etc/cni/net.d/10-xila-guard-ptp.conflist

@@ -149,7 +149,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.hasSynced...) {
 		return fmt.Errorf("informers did not sync: %w", ctx.Err())
 	}
-	c.deps.Log.Info("informers synced", "node", c.cfg.NodeName)
+	c.deps.Log.Info("informers synced")
 	resync := time.NewTicker(c.cfg.Resync)
 	defer resync.Stop()
 	var retry <-chan time.Time
