@@ -1,0 +1,145 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Names the lab shares with the product.
+const (
+	Group               = "guard.xila.us"
+	PoolLabel           = Group + "/tenant-pool"
+	TenantLabel         = Group + "/tenant"
+	ControlledScheduler = "xila-guard-scheduler"
+	PlatformNamespace   = "xila-guard-system"
+	ReleaseName         = "xila-guard"
+)
+
+// Cluster is a kind cluster and the tools that drive it.
+type Cluster struct {
+	Kube       kubernetes.Interface
+	Dyn        dynamic.Interface
+	Config     *rest.Config
+	Kubeconfig string
+	BinDir     string // helm and kubectl
+	RepoRoot   string
+	ImageTag   string // tag of the xila-guard/<component> images
+	Agnhost    string // the agnhost image, preloaded on every node
+}
+
+// NewCluster connects to the cluster of a kubeconfig file.
+func NewCluster(kubeconfig, binDir, repoRoot, imageTag, agnhost string) (*Cluster, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("reading kubeconfig %s: %w", kubeconfig, err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{Kube: kube, Dyn: dyn, Config: cfg, Kubeconfig: kubeconfig, BinDir: binDir,
+		RepoRoot: repoRoot, ImageTag: imageTag, Agnhost: agnhost}, nil
+}
+
+// run runs a tool of BinDir and returns its error with its output.
+func (c *Cluster) run(ctx context.Context, tool string, args ...string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.BinDir, tool), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %w\n%s", tool, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// ApplyCRDs installs the guard kinds and waits until they are served.
+func (c *Cluster) ApplyCRDs(ctx context.Context) error {
+	if err := c.run(ctx, "kubectl", "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(c.RepoRoot, "components/api/config/crd")); err != nil {
+		return err
+	}
+	return c.run(ctx, "kubectl", "wait", "--for=condition=Established", "--timeout=60s", "crd/placementpolicies.guard.xila.us",
+		"crd/tenantbindings.guard.xila.us", "crd/nodesecuritystates.guard.xila.us")
+}
+
+// PlatformOnControlPlane are the values that keep every platform pod on
+// the control plane, since the workers become pool nodes.
+func PlatformOnControlPlane() map[string]any {
+	sel := map[string]any{"node-role.kubernetes.io/control-plane": ""}
+	tol := []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}}
+	return map[string]any{
+		"enforcement": map[string]any{
+			"core":      map[string]any{"replicas": 1, "nodeSelector": sel, "tolerations": tol},
+			"scheduler": map[string]any{"evalTimeoutMs": 2000, "nodeSelector": sel, "tolerations": tol},
+		},
+		"webhook": map[string]any{"nodeSelector": sel, "tolerations": tol, "evalTimeoutMs": 2000},
+	}
+}
+
+// Merge merges values maps; later ones win, maps merge deeply.
+func Merge(vals ...map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, v := range vals {
+		for k, x := range v {
+			if m, ok := x.(map[string]any); ok {
+				if old, ok := out[k].(map[string]any); ok {
+					out[k] = Merge(old, m)
+					continue
+				}
+				out[k] = Merge(m)
+				continue
+			}
+			out[k] = x
+		}
+	}
+	return out
+}
+
+// InstallChart installs or upgrades the chart with the given values (on
+// top of the image tag) and waits until every pod of it is ready.
+func (c *Cluster) InstallChart(ctx context.Context, values map[string]any) error {
+	values = Merge(map[string]any{"image": map[string]any{"tag": c.ImageTag}}, values)
+	b, err := json.Marshal(values)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp("", "xg-values-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return c.run(ctx, "helm", "upgrade", "--install", ReleaseName, filepath.Join(c.RepoRoot, "charts/xila-guard"),
+		"-n", PlatformNamespace, "--create-namespace", "--wait", "--timeout", "3m", "-f", f.Name())
+}
+
+// UninstallChart removes the release and waits until its pods are gone,
+// so that the next install starts clean.
+func (c *Cluster) UninstallChart(ctx context.Context) error {
+	if err := c.run(ctx, "helm", "uninstall", ReleaseName, "-n", PlatformNamespace, "--wait", "--ignore-not-found"); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Kube.CoreV1().Pods(PlatformNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + ReleaseName})
+		return err == nil && len(pods.Items) == 0, nil
+	})
+}

@@ -1,0 +1,117 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// As returns clients that act as user, through impersonation by the
+// cluster administrator: the API server authorizes every request as that
+// user, exactly as if the user had sent it.
+func (c *Cluster) As(user string, groups ...string) (kubernetes.Interface, dynamic.Interface, error) {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append([]string{"system:authenticated"}, groups...)}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kube, dyn, nil
+}
+
+// TenantRBACValues are the chart values that give user the tenant role in
+// the tenant's namespace.
+func TenantRBACValues(tenant, user string) map[string]any {
+	return map[string]any{"tenantRBAC": map[string]any{"enabled": true, "tenants": []any{map[string]any{
+		"name": tenant, "namespaces": []any{tenant},
+		"subjects": []any{map[string]any{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}},
+	}}}}
+}
+
+// Access is one request of the tenant RBAC matrix and what came of it.
+type Access struct {
+	Action      string
+	WantAllowed bool
+	Allowed     bool
+	Err         error // the error of a refused request
+}
+
+// OK reports whether the request went as the matrix wants. A refusal
+// counts only when the authorizer gave it.
+func (a Access) OK() bool {
+	if a.WantAllowed {
+		return a.Allowed
+	}
+	return !a.Allowed && RBACDenial(a.Err)
+}
+
+func (a Access) String() string {
+	got := "ALLOWED"
+	if !a.Allowed {
+		got = "DENIED"
+		if !RBACDenial(a.Err) {
+			got = fmt.Sprintf("FAILED (%v)", a.Err)
+		}
+	}
+	return a.Action + " " + got
+}
+
+// TenantRBACMatrix sends, as user, the requests tenant RBAC must allow and
+// those it must refuse, and reports each. The tenant's namespace and the
+// workers must exist; the pod it creates is deleted again.
+func (c *Cluster) TenantRBACMatrix(ctx context.Context, t *Tenant, user string) ([]Access, error) {
+	kube, dyn, err := c.As(user)
+	if err != nil {
+		return nil, err
+	}
+	ns := t.Name
+	var out []Access
+	try := func(action string, wantAllowed bool, err error) {
+		out = append(out, Access{Action: action, WantAllowed: wantAllowed, Allowed: err == nil, Err: err})
+	}
+	pod := c.Pod("rbac-probe")
+	_, err = kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	try("create pods in "+ns, true, err)
+	_, err = kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	try("list pods in "+ns, true, err)
+	_, err = kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	try("list deployments in "+ns, true, err)
+
+	for _, gvr := range []schema.GroupVersionResource{Policies, Bindings, States} {
+		_, err = dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		try("list "+gvr.Resource, false, err)
+	}
+	_, err = dyn.Resource(Policies).Get(ctx, t.Name, metav1.GetOptions{})
+	try("get placementpolicy "+t.Name, false, err)
+	_, err = dyn.Resource(Bindings).Get(ctx, t.Name, metav1.GetOptions{})
+	try("get tenantbinding "+t.Name, false, err)
+	relax := []byte(`{"spec":{"gpuSharing":{"forbiddenModes":[]}}}`)
+	_, err = dyn.Resource(Policies).Patch(ctx, t.Name, types.MergePatchType, relax, metav1.PatchOptions{})
+	try("patch placementpolicy "+t.Name, false, err)
+	_, err = dyn.Resource(Bindings).Patch(ctx, t.Name, types.MergePatchType, []byte(`{"spec":{"namespaces":["default"]}}`), metav1.PatchOptions{})
+	try("patch tenantbinding "+t.Name, false, err)
+	_, err = dyn.Resource(States).Patch(ctx, t.Workers[TimeSlicedWorker], types.MergePatchType,
+		[]byte(`{"spec":{"devices":[{"id":"gpu-0","vendor":"nvidia","sharingMode":"Exclusive"}]}}`), metav1.PatchOptions{})
+	try("patch nodesecuritystate "+t.Workers[TimeSlicedWorker], false, err)
+	err = Bind(ctx, kube, ns, pod.Name, t.Workers[CompliantWorker])
+	try("create pods/binding in "+ns, false, err)
+	_, err = kube.CoreV1().Nodes().Patch(ctx, t.Workers[TimeSlicedWorker], types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"`+PoolLabel+`":null}}}`), metav1.PatchOptions{})
+	try("patch node "+t.Workers[TimeSlicedWorker], false, err)
+	_, err = kube.CoreV1().Pods("default").Create(ctx, c.Pod("rbac-probe"), metav1.CreateOptions{})
+	try("create pods in default", false, err)
+	if err := DeletePod(ctx, c.Kube, ns, pod.Name); err != nil {
+		return out, fmt.Errorf("deleting the probe pod: %w", err)
+	}
+	return out, nil
+}

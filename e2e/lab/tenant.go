@@ -1,0 +1,208 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// The guard kinds.
+var (
+	Policies = schema.GroupVersionResource{Group: Group, Version: "v1alpha1", Resource: "placementpolicies"}
+	Bindings = schema.GroupVersionResource{Group: Group, Version: "v1alpha1", Resource: "tenantbindings"}
+	States   = schema.GroupVersionResource{Group: Group, Version: "v1alpha1", Resource: "nodesecuritystates"}
+)
+
+// Indexes of the workers in Tenant.Workers.
+const (
+	CompliantWorker  = 0 // mock evidence, exclusive GPUs
+	TimeSlicedWorker = 1 // mock evidence, time-sliced GPUs
+)
+
+// Tenant is a tenant of the lab: its namespace (named after it), a
+// PlacementPolicy that accepts only attested evidence and forbids
+// time-slicing, its TenantBinding, and a pool of the two workers.
+type Tenant struct {
+	Name    string
+	Workers []string
+	c       *Cluster
+}
+
+// Workers lists the nodes that are not control planes, sorted.
+func (c *Cluster) Workers(ctx context.Context) ([]string, error) {
+	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "!node-role.kubernetes.io/control-plane"})
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	var names []string
+	for _, n := range nodes.Items {
+		names = append(names, n.Name)
+	}
+	sort.Strings(names)
+	if len(names) < 2 {
+		return nil, fmt.Errorf("need 2 workers, the cluster has %v", names)
+	}
+	return names[:2], nil
+}
+
+// CreateTenant makes a tenant and turns the workers into its pool: worker
+// 1 compliant, worker 2 time-sliced, both with mock evidence.
+func (c *Cluster) CreateTenant(ctx context.Context, name string) (*Tenant, error) {
+	workers, err := c.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tenant{Name: name, Workers: workers, c: c}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{TenantLabel: name}}}
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating the tenant's namespace: %w", err)
+	}
+	if err := c.replace(ctx, Policies, map[string]any{
+		"apiVersion": Group + "/v1alpha1", "kind": "PlacementPolicy", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"confinement": "Pool",
+			"evidence":    map[string]any{"acceptedSources": []any{"attested"}},
+			"gpuSharing":  map[string]any{"forbiddenModes": []any{"TimeSlicing"}},
+		},
+	}); err != nil {
+		return nil, err
+	}
+	if err := c.replace(ctx, Bindings, map[string]any{
+		"apiVersion": Group + "/v1alpha1", "kind": "TenantBinding", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{"tenantId": name, "namespaces": []any{name}, "effectivePolicyRef": map[string]any{"name": name}},
+	}); err != nil {
+		return nil, err
+	}
+	for i, w := range workers {
+		sharing := "Exclusive"
+		if i == TimeSlicedWorker {
+			sharing = "TimeSlicing"
+		}
+		node, err := c.setPool(ctx, w, name)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.replace(ctx, States, map[string]any{
+			"apiVersion": Group + "/v1alpha1", "kind": "NodeSecurityState",
+			"metadata": map[string]any{"name": w, "labels": map[string]any{PoolLabel: name}},
+			"spec": map[string]any{
+				"nodeUID": string(node.UID), "incarnation": "lab-1", "observedAt": time.Now().UTC().Format(time.RFC3339),
+				"source": "mock", "complete": true,
+				"devices": []any{map[string]any{"id": "gpu-0", "vendor": "nvidia", "sharingMode": sharing}},
+			},
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Delete removes the tenant: first its namespace and pods (the pool label
+// is locked while they run), then the pool and the guard objects.
+func (t *Tenant) Delete(ctx context.Context) error {
+	return t.c.DeleteTenant(ctx, t.Name)
+}
+
+// DeleteTenant removes a tenant by name, whether or not it exists, and
+// gives the workers back.
+func (c *Cluster) DeleteTenant(ctx context.Context, name string) error {
+	var errs []error
+	if err := c.DeleteNamespace(ctx, name); err != nil {
+		errs = append(errs, err)
+	}
+	workers, err := c.Workers(ctx)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, w := range workers {
+		if n, err := c.Kube.CoreV1().Nodes().Get(ctx, w, metav1.GetOptions{}); err == nil && n.Labels[PoolLabel] == name {
+			if _, err := c.setPool(ctx, w, ""); err != nil {
+				errs = append(errs, err)
+			}
+			if err := c.Dyn.Resource(States).Delete(ctx, w, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, gvr := range []schema.GroupVersionResource{Bindings, Policies} {
+		if err := c.Dyn.Resource(gvr).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// DeleteNamespace deletes a namespace and waits until it is gone.
+func (c *Cluster) DeleteNamespace(ctx context.Context, name string) error {
+	zero := int64(0)
+	_ = c.Kube.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	if err := c.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting namespace %s: %w", name, err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("namespace %s is still there: %w", name, err)
+	}
+	return nil
+}
+
+// setPool labels and taints a worker as a member of pool, or removes both
+// when pool is empty.
+func (c *Cluster) setPool(ctx context.Context, name, pool string) (*corev1.Node, error) {
+	var node *corev1.Node
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := c.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		taints := n.Spec.Taints[:0]
+		for _, taint := range n.Spec.Taints {
+			if taint.Key != PoolLabel {
+				taints = append(taints, taint)
+			}
+		}
+		delete(n.Labels, PoolLabel)
+		if pool != "" {
+			n.Labels[PoolLabel] = pool
+			taints = append(taints, corev1.Taint{Key: PoolLabel, Value: pool, Effect: corev1.TaintEffectNoSchedule})
+		}
+		n.Spec.Taints = taints
+		node, last = c.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return last == nil, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("setting the pool of node %s to %q: %w (last error: %v)", name, pool, err, last)
+	}
+	return node, nil
+}
+
+// replace creates a cluster-scoped guard object, replacing an old one.
+func (c *Cluster) replace(ctx context.Context, gvr schema.GroupVersionResource, obj map[string]any) error {
+	u := &unstructured.Unstructured{Object: obj}
+	_ = c.Dyn.Resource(gvr).Delete(ctx, u.GetName(), metav1.DeleteOptions{})
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Dyn.Resource(gvr).Create(ctx, u, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return false, nil // the old one is still being deleted
+		}
+		return true, err
+	})
+	if err != nil {
+		return fmt.Errorf("creating %s %s: %w", gvr.Resource, u.GetName(), err)
+	}
+	return nil
+}
