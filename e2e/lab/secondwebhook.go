@@ -80,7 +80,7 @@ func (c *Cluster) InstallSecondWebhook(ctx context.Context, ns, watched string) 
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "second-webhook"},
-		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 443, TargetPort: intstr.FromInt32(8443)}}},
+		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 443, TargetPort: intstr.FromInt32(8443)}}},
 	}
 	if _, err := c.Kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return nil, err

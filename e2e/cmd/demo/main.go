@@ -26,7 +26,7 @@ func main() {
 
 type options struct {
 	kubeconfig, bin, repoRoot, cluster, imageTag, agnhost, tenant, user string
-	timeout                                                            time.Duration
+	timeout                                                             time.Duration
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
