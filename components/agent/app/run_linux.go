@@ -74,18 +74,24 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("starting", "mode", o.Mode, "pinPath", o.PinPath, "serviceCIDRs", fmt.Sprint(o.ServiceCIDRs), "daemonSet", o.DaemonSet)
 
+	var owner *ownerWatch
+	if o.DaemonSet != "" {
+		if owner, err = watchOwner(ctx, cs, o.DaemonSet); err != nil {
+			return fmt.Errorf("watching the DaemonSet %s: %w", o.DaemonSet, err)
+		}
+	}
 	runErr := run(ctx, o, cs, enf, reg, log)
 	if dp == nil {
 		return runErr
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if gone, why := uninstalled(stopCtx, cs, o.DaemonSet); gone {
+	gone, why := uninstalled(stopCtx, cs, o.DaemonSet, owner)
+	if gone {
 		log.Info("uninstalled: removing the dataplane; pods on this node are no longer enforced", "reason", why)
 		return errors.Join(runErr, dp.Uninstall())
-	} else {
-		log.Info("stopping; the pinned dataplane keeps enforcing the last policy", "reason", why)
 	}
+	log.Info("stopping; the pinned dataplane keeps enforcing the last policy", "reason", why)
 	return errors.Join(runErr, dp.Close())
 }
 
