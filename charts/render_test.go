@@ -2,7 +2,6 @@ package charts
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,12 +196,4 @@ func toYAML(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(bytes.TrimSpace(b))
-}
-
-func kinds(objs []object) string {
-	var s []string
-	for _, o := range objs {
-		s = append(s, fmt.Sprint(o))
-	}
-	return strings.Join(s, " ")
 }
