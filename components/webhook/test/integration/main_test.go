@@ -1,0 +1,144 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+)
+
+// The environment every test of the package shares.
+var (
+	restCfg    *rest.Config
+	kube       kubernetes.Interface
+	kubeconfig string
+	coreBinary string
+)
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration tests cannot run: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+// run starts kube-apiserver and etcd with the CRDs, builds xila-guard-core,
+// runs the tests and stops everything again.
+func run(m *testing.M) (int, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return 0, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run make integration, or point it at a directory with kube-apiserver, etcd and kubectl (make envtest)")
+	}
+	dir, err := os.MkdirTemp("", "xila-guard-webhook-integration-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+
+	coreBinary = filepath.Join(dir, "xila-guard-core")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return 0, fmt.Errorf("building xila-guard-core needs the go command on PATH: %w", err)
+	}
+	build := exec.Command(goBin, "build", "-o", coreBinary, "github.com/xila-guard/xila-guard/components/core/cmd/xila-guard-core")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return 0, fmt.Errorf("building xila-guard-core: %w", err)
+	}
+
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "api", "config", "crd")},
+		ErrorIfCRDPathMissing: true,
+	}
+	if restCfg, err = env.Start(); err != nil {
+		return 0, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+	}
+	defer func() { _ = env.Stop() }()
+	if kube, err = kubernetes.NewForConfig(restCfg); err != nil {
+		return 0, err
+	}
+	user, err := env.AddUser(envtest.User{Name: "xila-guard-webhook", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("adding the webhook's user: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return 0, err
+	}
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
+		return 0, err
+	}
+	if err := fixtures(context.Background()); err != nil {
+		return 0, fmt.Errorf("creating the fixtures: %w", err)
+	}
+	return m.Run(), nil
+}
+
+// Fixture names. Tenant acme owns acme-ml (listed by its TenantBinding)
+// and acme-faults (labelled only); web belongs to no tenant; nopolicy is
+// labelled for a tenant without binding or policy. gpu-1 is in acme's
+// pool, cpu-1 in none.
+const (
+	tenantNS   = "acme-ml"
+	faultsNS   = "acme-faults"
+	plainNS    = "web"
+	noPolicyNS = "nopolicy"
+	poolNode   = "gpu-1"
+	plainNode  = "cpu-1"
+	policyName = "acme-policy"
+)
+
+func fixtures(ctx context.Context) error {
+	gc, err := guardClient()
+	if err != nil {
+		return err
+	}
+	policy := &v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyName},
+		Spec: v1alpha1.PlacementPolicySpec{
+			Confinement: v1alpha1.ConfinementPool,
+			Evidence:    v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}},
+		}}
+	if err := gc.Post().Resource("placementpolicies").Body(policy).Do(ctx).Error(); err != nil {
+		return fmt.Errorf("creating the policy: %w", err)
+	}
+	binding := &v1alpha1.TenantBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme"},
+		Spec: v1alpha1.TenantBindingSpec{TenantID: "acme", Namespaces: []string{tenantNS},
+			EffectivePolicyRef: &v1alpha1.PolicyReference{Name: policyName}},
+	}
+	if err := gc.Post().Resource("tenantbindings").Body(binding).Do(ctx).Error(); err != nil {
+		return fmt.Errorf("creating the binding: %w", err)
+	}
+	for name, labels := range map[string]map[string]string{
+		tenantNS:   nil,
+		faultsNS:   {guard.LabelTenant: "acme"},
+		plainNS:    nil,
+		noPolicyNS: {guard.LabelTenant: "ghost"},
+	} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	for name, labels := range map[string]map[string]string{poolNode: {guard.LabelTenantPool: "acme"}, plainNode: nil} {
+		if _, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,290 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+)
+
+// mainHook is the webhook that judges every namespace and node; the tests of
+// this file share it.
+var mainHook *webhook
+
+func mainWebhook(t *testing.T) *webhook {
+	t.Helper()
+	if mainHook == nil {
+		w := startWebhook(t, startCore(t))
+		register(t, "main", w, nil, true)
+		waitEnforced(t, tenantNS)
+		mainHook = w
+		t.Cleanup(func() { mainHook = nil })
+	}
+	return mainHook
+}
+
+// expect checks a request's error: nil when want is "", else an error that
+// names xila-guard and contains want.
+func expect(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("%s: refused: %v", what, err)
+	case want != "" && err == nil:
+		t.Errorf("%s: allowed, want refused with %s", what, want)
+	case want != "" && (!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "xila-guard")):
+		t.Errorf("%s: refused with %v, want %s", what, err, want)
+	}
+}
+
+// TestIntegration runs the admission rules against real requests.
+func TestIntegration(t *testing.T) {
+	mainWebhook(t)
+	t.Run("Pods", testPods)
+	t.Run("EphemeralContainers", testEphemeralContainers)
+	t.Run("Bindings", testBindings)
+	t.Run("NodePoolLock", testNodePoolLock)
+}
+
+func testPods(t *testing.T) {
+	yes := true
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"protected compliant", pod(tenantNS), ""},
+		{"protected external scheduler", pod(tenantNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "volcano" }), ""},
+		{"protected default scheduler", pod(tenantNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "" }), string(guard.ReasonSchedulerNotAllowed)},
+		{"protected nodeName", pod(tenantNS, func(p *corev1.Pod) { p.Spec.NodeName = poolNode }), string(guard.ReasonNodeNameSet)},
+		{"protected privileged init container", pod(tenantNS, func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: &yes}}}
+		}), string(guard.ReasonPrivilegedContainer)},
+		{"protected hostNetwork", pod(tenantNS, func(p *corev1.Pod) { p.Spec.HostNetwork = true }), string(guard.ReasonHostNetwork)},
+		{"protected hostPID", pod(tenantNS, func(p *corev1.Pod) { p.Spec.HostPID = true }), string(guard.ReasonHostPID)},
+		{"protected hostIPC", pod(tenantNS, func(p *corev1.Pod) { p.Spec.HostIPC = true }), string(guard.ReasonHostIPC)},
+		{"protected hostPath", pod(tenantNS, func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		}), string(guard.ReasonHostPathVolume)},
+		{"labelled namespace of a tenant without policy", pod(noPolicyNS), string(guard.ReasonNoPolicy)},
+		{"plain pod", pod(plainNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "" }), ""},
+		{"plain wildcard toleration", pod(plainNS, func(p *corev1.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+		}), string(guard.ReasonPoolToleration)},
+		{"plain pool nodeSelector", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{guard.LabelTenantPool: "acme"} }), string(guard.ReasonPoolSelector)},
+		{"plain nodeName on a pool node", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeName = poolNode }), string(guard.ReasonPoolNodeName)},
+		{"plain nodeName on a plain node", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeName = plainNode }), ""},
+		{"trusted service account on a pool node", pod(plainNS, func(p *corev1.Pod) {
+			p.Namespace, p.Spec.ServiceAccountName, p.Spec.NodeName = "infra", "agent", poolNode
+		}), ""},
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		_, err := kube.CoreV1().Pods(tc.pod.Namespace).Create(t.Context(), tc.pod, metav1.CreateOptions{})
+		expect(t, tc.name, err, tc.want)
+	}
+}
+
+func testEphemeralContainers(t *testing.T) {
+	ctx := t.Context()
+	p, err := kube.CoreV1().Pods(tenantNS).Create(ctx, pod(tenantNS), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(name string, privileged bool) error {
+		cur, err := kube.CoreV1().Pods(tenantNS).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: name, Image: "busybox", TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent,
+		}}
+		if privileged {
+			ec.SecurityContext = &corev1.SecurityContext{Privileged: &privilegedTrue}
+		}
+		cur.Spec.EphemeralContainers = append(cur.Spec.EphemeralContainers, ec)
+		_, err = kube.CoreV1().Pods(tenantNS).UpdateEphemeralContainers(ctx, p.Name, cur, metav1.UpdateOptions{})
+		return err
+	}
+	expect(t, "privileged ephemeral container", add("debug", true), string(guard.ReasonPrivilegedContainer))
+	expect(t, "plain ephemeral container", add("debug2", false), "")
+	_, err = kube.CoreV1().Pods(tenantNS).Patch(ctx, p.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`), metav1.PatchOptions{})
+	expect(t, "label update", err, "")
+}
+
+var privilegedTrue = true
+
+func bind(t *testing.T, user, ns, name, node string) error {
+	t.Helper()
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+	return as(t, user).CoreV1().Pods(ns).Bind(t.Context(), b, metav1.CreateOptions{})
+}
+
+func testBindings(t *testing.T) {
+	ctx := t.Context()
+	const scheduler = "system:serviceaccount:xila-guard-system:xila-guard-scheduler"
+	mk := func(ns string) string {
+		p, err := kube.CoreV1().Pods(ns).Create(ctx, pod(ns), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Name
+	}
+	plain := mk(plainNS)
+	expect(t, "plain pod to a pool node by a tenant", bind(t, "system:serviceaccount:web:default", plainNS, plain, poolNode), string(guard.ReasonBindingNotAllowed))
+	expect(t, "plain pod to a plain node by the default scheduler", bind(t, "system:kube-scheduler", plainNS, plain, plainNode), "")
+	protected := mk(tenantNS)
+	expect(t, "protected pod by the default scheduler", bind(t, "system:kube-scheduler", tenantNS, protected, plainNode), string(guard.ReasonBindingNotAllowed))
+	expect(t, "protected pod by the controlled scheduler", bind(t, scheduler, tenantNS, protected, poolNode), "")
+}
+
+// testNodePoolLock binds a tenant pod to a fresh pool node, then tries to
+// take the node out of the pool.
+func testNodePoolLock(t *testing.T) {
+	ctx := t.Context()
+	const scheduler = "system:serviceaccount:xila-guard-system:xila-guard-scheduler"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-lock", Labels: map[string]string{guard.LabelTenantPool: "acme"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: guard.TaintTenantPool, Value: "acme", Effect: corev1.TaintEffectNoSchedule}}}}
+	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := kube.CoreV1().Pods(tenantNS).Create(ctx, pod(tenantNS), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bind(t, scheduler, tenantNS, p.Name, node.Name); err != nil {
+		t.Fatal(err)
+	}
+	unlabel := []byte(`{"metadata":{"labels":{"` + guard.LabelTenantPool + `":null}}}`)
+	untaint := []byte(`{"spec":{"taints":[]}}`)
+	// The webhook's pod cache sees the binding within moments.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, unlabel, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil, nil
+	})
+	if err != nil {
+		t.Fatal("removing the pool label was never refused")
+	}
+	_, err = kube.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, unlabel, metav1.PatchOptions{})
+	expect(t, "remove the pool label", err, string(guard.ReasonPoolMembershipLocked))
+	if err != nil && !strings.Contains(err.Error(), tenantNS+"/"+p.Name) {
+		t.Errorf("the refusal does not name the pod: %v", err)
+	}
+	_, err = kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, untaint, metav1.PatchOptions{})
+	expect(t, "remove the pool taint", err, string(guard.ReasonPoolMembershipLocked))
+	_, err = kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"zone":"a"}}}`), metav1.PatchOptions{})
+	expect(t, "unrelated label", err, "")
+
+	zero := int64(0)
+	if err := kube.CoreV1().Pods(tenantNS).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, unlabel, metav1.PatchOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatal("the pool label cannot be removed after the tenant pod is gone")
+	}
+}
+
+// faultyCore stands in for the evaluator and misbehaves on demand.
+type faultyCore struct {
+	mode atomic.Value // "reset", "slow", "garbage" or "status"
+	addr string
+}
+
+func startFaultyCore(t *testing.T) *faultyCore {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &faultyCore{addr: ln.Addr().String()}
+	f.mode.Store("reset")
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch f.mode.Load().(string) {
+		case "slow":
+			time.Sleep(2 * time.Second)
+			w.WriteHeader(http.StatusOK)
+		case "garbage":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"profile":"production","pod":{"decision":"maybe"},"results":[]}`))
+		case "status":
+			http.Error(w, `{"message":"internal"}`, http.StatusInternalServerError)
+		default: // reset: drop the connection
+			if hj, ok := w.(http.Hijacker); ok {
+				if c, _, err := hj.Hijack(); err == nil {
+					c.Close()
+				}
+			}
+		}
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return f
+}
+
+// TestIntegrationFailClosed runs a second webhook for namespace acme-faults
+// with a misbehaving evaluator, then stops it: every fault refuses the
+// tenant's pods, and so does a webhook that is down.
+func TestIntegrationFailClosed(t *testing.T) {
+	f := startFaultyCore(t)
+	w := startWebhook(t, "http://"+f.addr)
+	register(t, "faults", w, &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": faultsNS}}, false)
+	waitEnforced(t, faultsNS)
+	create := func() error {
+		_, err := kube.CoreV1().Pods(faultsNS).Create(t.Context(), pod(faultsNS), metav1.CreateOptions{})
+		return err
+	}
+	for mode, want := range map[string]guard.Reason{
+		"reset":   guard.ReasonEvaluatorUnavailable,
+		"slow":    guard.ReasonEvaluatorTimeout,
+		"garbage": guard.ReasonEvaluatorError,
+		"status":  guard.ReasonEvaluatorError,
+	} {
+		f.mode.Store(mode)
+		expect(t, "evaluator "+mode, create(), string(want))
+	}
+
+	// Renew the serving certificate: the webhook serves the new one with no
+	// restart, and the API server still gets through.
+	if got := servingSerial(t, w); got != 1 {
+		t.Fatalf("serving serial %d, want 1", got)
+	}
+	if _, _, err := w.ca.WriteServing(w.dir, 2); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return servingSerial(t, w) == 2, nil
+	})
+	if err != nil {
+		t.Fatal("the renewed certificate was never served")
+	}
+	f.mode.Store("reset")
+	expect(t, "after renewal", create(), string(guard.ReasonEvaluatorUnavailable))
+
+	w.stop()
+	err = create()
+	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		t.Fatalf("with the webhook down a protected create gave %v, want a webhook call failure", err)
+	}
+	// Other namespaces are not this webhook's; the main one is not running here.
+	if _, err := kube.CoreV1().Pods(plainNS).Create(t.Context(), pod(plainNS), metav1.CreateOptions{}); err != nil {
+		t.Errorf("a pod outside the failed webhook's namespaces was refused: %v", err)
+	}
+}
