@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+// scenario is one kind of request and the answer it must get.
+type scenario struct {
+	name    string
+	body    []byte
+	allowed bool
+	// baseline sends to the constant handler instead of the webhook.
+	baseline bool
+}
+
+// result is one measurement.
+type result struct {
+	p50, p99, max time.Duration
+	sent, errors  int
+}
+
+func run(ctx context.Context, o options) error {
+	coreURL := o.coreURL
+	if coreURL == "" {
+		url, stop, err := startCore(ctx, o.coreBin)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		coreURL = url
+	}
+	s, err := startServers(coreURL)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	scenarios := []scenario{
+		{name: "baseline (constant answer, same TLS stack)", body: review(samplePod("acme-ml", false)), allowed: true, baseline: true},
+		{name: "allowed: protected pod (rules + evaluator call)", body: review(samplePod("acme-ml", false)), allowed: true},
+		{name: "allowed: plain pod (pool rules, no evaluator)", body: review(samplePod("web", false)), allowed: true},
+		{name: "denied: privileged protected pod", body: review(samplePod("acme-ml", true)), allowed: false},
+	}
+	fmt.Printf("webhook-load: GOMAXPROCS=%d, %s per measurement after %s warm-up, %d runs, evaluator %s\n\n",
+		runtime.GOMAXPROCS(0), o.duration, o.warmup, o.runs, coreURL)
+	fmt.Println("| scenario | rate (req/s) | p50 | p99 | max | p99 / baseline p99 | errors |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- |")
+	for _, rate := range o.rates {
+		var baseP99 time.Duration
+		for _, sc := range scenarios {
+			var runs []result
+			for range o.runs {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				load(ctx, s, sc, rate, o.warmup)
+				runs = append(runs, load(ctx, s, sc, rate, o.duration))
+			}
+			m := median(runs)
+			if sc.baseline {
+				baseP99 = m.p99
+			}
+			ratio := "—"
+			if baseP99 > 0 && !sc.baseline {
+				ratio = fmt.Sprintf("%.2f×", float64(m.p99)/float64(baseP99))
+			}
+			fmt.Printf("| %s | %d | %s | %s | %s | %s | %d / %d |\n", sc.name, rate, ms(m.p50), ms(m.p99), ms(m.max), ratio, m.errors, m.sent)
+		}
+	}
+	return nil
+}
+
+// load sends sc at rate for d, open loop, and measures each request from
+// the moment it was due.
+func load(ctx context.Context, s *servers, sc scenario, rate int, d time.Duration) result {
+	url := s.webhook + "/validate-pods"
+	if sc.baseline {
+		url = s.baseline + "/validate-pods"
+	}
+	n := int(d.Seconds() * float64(rate))
+	interval := time.Second / time.Duration(rate)
+	lat := make([]time.Duration, n)
+	failed := make([]bool, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		due := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(due); wait > 0 {
+			time.Sleep(wait)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok := send(s.client, url, sc)
+			lat[i], failed[i] = time.Since(due), !ok
+		}()
+	}
+	wg.Wait()
+	r := result{sent: n}
+	for _, f := range failed {
+		if f {
+			r.errors++
+		}
+	}
+	slices.Sort(lat)
+	if n > 0 {
+		r.p50, r.p99, r.max = lat[n/2], lat[(n*99)/100], lat[n-1]
+	}
+	return r
+}
+
+// send posts one review and checks the answer.
+func send(c *http.Client, url string, sc scenario) bool {
+	resp, err := c.Post(url, "application/json", bytes.NewReader(sc.body))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "request failed:", err)
+		return false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return false
+	}
+	var out admissionv1.AdmissionReview
+	if json.Unmarshal(body, &out) != nil || out.Response == nil {
+		return false
+	}
+	return out.Response.Allowed == sc.allowed
+}
+
+// median takes, field by field, the median over runs.
+func median(rs []result) result {
+	pick := func(f func(result) time.Duration) time.Duration {
+		v := make([]time.Duration, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	out := result{
+		p50: pick(func(r result) time.Duration { return r.p50 }),
+		p99: pick(func(r result) time.Duration { return r.p99 }),
+		max: pick(func(r result) time.Duration { return r.max }),
+	}
+	for _, r := range rs {
+		out.sent += r.sent
+		out.errors += r.errors
+	}
+	return out
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond)) }

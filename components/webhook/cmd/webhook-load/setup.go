@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/client"
+	"github.com/xila-guard/xila-guard/components/core/wire"
+	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
+	"github.com/xila-guard/xila-guard/components/webhook/internal/testcert"
+)
+
+// fixedCluster is a cluster held in memory: one tenant namespace, one
+// plain namespace, a pool node and a plain node. The informer-backed
+// cluster answers the same questions from maps of the same kind.
+type fixedCluster struct{}
+
+func (fixedCluster) Synced() bool { return true }
+func (fixedCluster) Identity(_ context.Context, ns string) (admission.Identity, error) {
+	if ns != "acme-ml" {
+		return admission.Identity{}, nil
+	}
+	return admission.Identity{Protected: true, Tenant: &wire.Tenant{ID: "acme"}, Policy: &wire.Policy{Name: "acme",
+		Spec: v1alpha1.PlacementPolicySpec{Confinement: v1alpha1.ConfinementPool,
+			Evidence: v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}}}}}, nil
+}
+func (fixedCluster) Node(name string) (*corev1.Node, bool) {
+	if name == "gpu-1" {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{guard.LabelTenantPool: "acme"}}}, true
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, true
+}
+func (fixedCluster) TenantPodsOn(context.Context, string) ([]string, error) { return nil, nil }
+
+// startCore runs xila-guard-core on a free loopback port.
+func startCore(ctx context.Context, bin string) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.CommandContext(ctx, bin, "--listen", addr, "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	base := "http://" + addr
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get(base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base, stop, nil
+			}
+		}
+	}
+	stop()
+	return "", nil, fmt.Errorf("%s did not become ready", bin)
+}
+
+// servers are the webhook and the baseline on loopback HTTPS.
+type servers struct {
+	webhook, baseline string
+	client            *http.Client
+	close             func()
+}
+
+func startServers(coreURL string) (*servers, error) {
+	ca, err := testcert.NewCA()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "webhook-load-")
+	if err != nil {
+		return nil, err
+	}
+	certFile, keyFile, err := ca.WriteServing(dir, 1)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	os.RemoveAll(dir)
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	ev, err := client.New(coreURL, client.WithHTTPClient(&http.Client{Transport: t}))
+	if err != nil {
+		return nil, err
+	}
+	v, err := admission.New(admission.Config{PoolLabel: guard.LabelTenantPool, Cluster: fixedCluster{}, Evaluator: ev})
+	if err != nil {
+		return nil, err
+	}
+	constant, _ := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Response: &admissionv1.AdmissionResponse{UID: "x", Allowed: true},
+	})
+	baseline := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Read the body as any handler must, then answer a constant.
+		buf := make([]byte, 32<<10)
+		for {
+			if _, err := r.Body.Read(buf); err != nil {
+				break
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(constant)
+	})
+	var closers []func()
+	serve := func(h http.Handler) (string, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		srv := &http.Server{Handler: h, TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}}
+		go func() { _ = srv.Serve(tls.NewListener(ln, srv.TLSConfig)) }()
+		closers = append(closers, func() { _ = srv.Close() })
+		return "https://" + ln.Addr().String(), nil
+	}
+	s := &servers{}
+	if s.webhook, err = serve(v.PodsHandler()); err != nil {
+		return nil, err
+	}
+	if s.baseline, err = serve(baseline); err != nil {
+		return nil, err
+	}
+	ct := http.DefaultTransport.(*http.Transport).Clone()
+	ct.TLSClientConfig = &tls.Config{RootCAs: ca.Pool()}
+	// The API server keeps a pool of connections to each webhook.
+	ct.MaxIdleConnsPerHost = 256
+	s.client = &http.Client{Transport: ct, Timeout: 10 * time.Second}
+	s.close = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	return s, nil
+}
+
+// review encodes a CREATE review of pod, as the API server sends it.
+func review(pod *corev1.Pod) []byte {
+	podRaw, _ := json.Marshal(pod)
+	body, _ := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:       "6e1f6b5c-0d2a-4c3e-9b1e-0d2f3a4b5c6d",
+			Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+			Namespace: pod.Namespace, Name: pod.Name, Operation: admissionv1.Create,
+			UserInfo: authenticationv1.UserInfo{Username: "system:serviceaccount:kube-system:replicaset-controller"},
+			Object:   runtime.RawExtension{Raw: podRaw},
+		},
+	})
+	return body
+}
+
+// pods used by the scenarios: a realistic Deployment pod.
+func samplePod(ns string, privileged bool) *corev1.Pod {
+	p := &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "train-7d9f8c6b5-x2x4q", Namespace: ns, GenerateName: "train-7d9f8c6b5-",
+			Labels: map[string]string{"app": "train", "pod-template-hash": "7d9f8c6b5"}},
+		Spec: corev1.PodSpec{
+			SchedulerName: guard.SchedulerName, ServiceAccountName: "default",
+			Containers: []corev1.Container{{
+				Name: "train", Image: "registry.example/acme/train:1.4.2",
+				Args:         []string{"--epochs=10", "--data=/data"},
+				Env:          []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}, {Name: "OMP_NUM_THREADS", Value: "8"}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			Tolerations: []corev1.Toleration{
+				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+			},
+		},
+	}
+	if privileged {
+		t := true
+		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &t}
+	}
+	return p
+}
