@@ -41,7 +41,6 @@ func TestPodRules(t *testing.T) {
 			})
 		}
 	}
-	const user = "system:serviceaccount:acme-ml:deployer"
 	cases := []struct {
 		name string
 		op   admissionv1.Operation
