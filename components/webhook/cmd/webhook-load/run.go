@@ -10,7 +10,9 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -28,7 +30,10 @@ type scenario struct {
 // result is one measurement.
 type result struct {
 	p50, p99, max time.Duration
-	sent, errors  int
+	// cpu is the user plus system CPU time of this process (client and
+	// webhook, not the evaluator) per request.
+	cpu          time.Duration
+	sent, errors int
 }
 
 func run(ctx context.Context, o options) error {
@@ -54,8 +59,10 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Printf("webhook-load: GOMAXPROCS=%d, %s per measurement after %s warm-up, %d runs, evaluator %s\n\n",
 		runtime.GOMAXPROCS(0), o.duration, o.warmup, o.runs, coreURL)
-	fmt.Println("| scenario | rate (req/s) | p50 | p99 | max | p99 / baseline p99 | errors |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Printf("load average before: %s\n\n", loadavg())
+	defer func() { fmt.Printf("\nload average after: %s\n", loadavg()) }()
+	fmt.Println("| scenario | rate (req/s) | p50 | p99 | max | p99 / baseline p99 | cpu/req (client+webhook) | wrong or failed |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, rate := range o.rates {
 		var baseP99 time.Duration
 		for _, sc := range scenarios {
@@ -75,7 +82,8 @@ func run(ctx context.Context, o options) error {
 			if baseP99 > 0 && !sc.baseline {
 				ratio = fmt.Sprintf("%.2f×", float64(m.p99)/float64(baseP99))
 			}
-			fmt.Printf("| %s | %d | %s | %s | %s | %s | %d / %d |\n", sc.name, rate, ms(m.p50), ms(m.p99), ms(m.max), ratio, m.errors, m.sent)
+			fmt.Printf("| %s | %d | %s | %s | %s | %s | %.0f µs | %d / %d |\n", sc.name, rate, ms(m.p50), ms(m.p99), ms(m.max), ratio,
+				float64(m.cpu)/float64(time.Microsecond), m.errors, m.sent)
 		}
 	}
 	return nil
@@ -93,6 +101,7 @@ func load(ctx context.Context, s *servers, sc scenario, rate int, d time.Duratio
 	lat := make([]time.Duration, n)
 	failed := make([]bool, n)
 	var wg sync.WaitGroup
+	cpu0 := cpuTime()
 	start := time.Now()
 	for i := range n {
 		due := start.Add(time.Duration(i) * interval)
@@ -111,6 +120,9 @@ func load(ctx context.Context, s *servers, sc scenario, rate int, d time.Duratio
 	}
 	wg.Wait()
 	r := result{sent: n}
+	if n > 0 {
+		r.cpu = (cpuTime() - cpu0) / time.Duration(n)
+	}
 	for _, f := range failed {
 		if f {
 			r.errors++
@@ -156,6 +168,7 @@ func median(rs []result) result {
 		p50: pick(func(r result) time.Duration { return r.p50 }),
 		p99: pick(func(r result) time.Duration { return r.p99 }),
 		max: pick(func(r result) time.Duration { return r.max }),
+		cpu: pick(func(r result) time.Duration { return r.cpu }),
 	}
 	for _, r := range rs {
 		out.sent += r.sent
@@ -165,3 +178,25 @@ func median(rs []result) result {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond)) }
+
+// cpuTime is the process's user plus system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadavg is the first three fields of /proc/loadavg, or "unknown".
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
