@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/xila-guard/xila-guard/components/api/version"
 	"github.com/xila-guard/xila-guard/components/core/client"
@@ -59,6 +60,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	// client-go reports through klog, e.g. an informer's list refused by
+	// RBAC; send that to the same JSON log.
+	klog.SetSlogLogger(logger)
 	return run(ctx, o, logger)
 }
 

@@ -41,6 +41,10 @@ type Cluster struct {
 	bindings   cache.Indexer
 	policies   cache.Indexer
 	synced     []cache.InformerSynced
+	// policiesSynced is apart from synced: without PlacementPolicies only
+	// protected pods cannot be judged, so the webhook stays ready for the
+	// others and refuses those.
+	policiesSynced cache.InformerSynced
 }
 
 var _ admission.Cluster = (*Cluster)(nil)
@@ -93,7 +97,8 @@ func New(cfg *rest.Config, kube kubernetes.Interface) (*Cluster, error) {
 	})
 	c.bindings, c.policies = bindings.GetIndexer(), policies.GetIndexer()
 	c.guard = []cache.SharedIndexInformer{bindings, policies}
-	c.synced = append(c.synced, bindings.HasSynced, policies.HasSynced)
+	c.synced = append(c.synced, bindings.HasSynced)
+	c.policiesSynced = policies.HasSynced
 	return c, nil
 }
 
@@ -110,10 +115,11 @@ func (c *Cluster) Start(ctx context.Context) {
 // WaitForSync blocks until every cache has synced or ctx is done, and
 // reports which.
 func (c *Cluster) WaitForSync(ctx context.Context) bool {
-	return cache.WaitForCacheSync(ctx.Done(), c.synced...)
+	return cache.WaitForCacheSync(ctx.Done(), append(c.synced, c.policiesSynced)...)
 }
 
-// Synced reports whether every cache has been filled once.
+// Synced reports whether every cache but the PlacementPolicies' has been
+// filled once: enough to judge every request but a protected pod's.
 func (c *Cluster) Synced() bool {
 	for _, s := range c.synced {
 		if !s() {
@@ -125,8 +131,17 @@ func (c *Cluster) Synced() bool {
 
 // Identity resolves a namespace's tenant and policy. A namespace the
 // cache has not seen yet, because it was created a moment ago, is read
-// from the API server.
+// from the API server. A protected namespace's identity is an error until
+// the PlacementPolicies have synced.
 func (c *Cluster) Identity(ctx context.Context, namespace string) (admission.Identity, error) {
+	id, err := c.identity(ctx, namespace)
+	if err == nil && id.Protected && !c.policiesSynced() {
+		return admission.Identity{}, fmt.Errorf("the PlacementPolicies have not synced yet; the webhook needs get, list and watch on placementpolicies.%s", v1alpha1.GroupVersion.Group)
+	}
+	return id, err
+}
+
+func (c *Cluster) identity(ctx context.Context, namespace string) (admission.Identity, error) {
 	ns, err := c.namespace(ctx, namespace)
 	if err != nil {
 		return admission.Identity{}, err
@@ -195,7 +210,7 @@ func (c *Cluster) TenantPodsOn(ctx context.Context, node string) ([]string, erro
 		}
 		prot, seen := protected[p.Namespace]
 		if !seen {
-			id, err := c.Identity(ctx, p.Namespace)
+			id, err := c.identity(ctx, p.Namespace)
 			if err != nil {
 				return nil, err
 			}
