@@ -26,6 +26,8 @@ var (
 	kube       kubernetes.Interface
 	kubeconfig string
 	coreBinary string
+	testEnv    *envtest.Environment
+	tempDir    string
 )
 
 func TestMain(m *testing.M) {
@@ -48,6 +50,7 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
+	tempDir = dir
 
 	coreBinary = filepath.Join(dir, "xila-guard-core")
 	goBin, err := exec.LookPath("go")
@@ -64,6 +67,7 @@ func run(m *testing.M) (int, error) {
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "api", "config", "crd")},
 		ErrorIfCRDPathMissing: true,
 	}
+	testEnv = env
 	if restCfg, err = env.Start(); err != nil {
 		return 0, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}

@@ -1,0 +1,53 @@
+package admission
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/xila-guard/xila-guard/components/core/client"
+)
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	ev := &fakeEvaluator{verdict: allowVerdict()}
+	v, err := New(Config{PoolLabel: pool, Cluster: newFakeCluster(), Evaluator: ev, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(p *corev1.Pod) {
+		post(t, v.PodsHandler(), request(t, "pods", "", admissionv1.Create, p.Namespace, "u", p, nil))
+	}
+	send(makePod(tenantNS).obj())
+	send(makePod(tenantNS).scheduler("other").obj())
+	send(makePod(tenantNS).scheduler("other").obj())
+	ev.err = fmt.Errorf("%w: refused", client.ErrUnavailable)
+	send(makePod(tenantNS).obj())
+
+	for _, c := range []struct {
+		labels []string
+		want   float64
+	}{
+		{[]string{"pods", "CREATE", "allowed", "NONE"}, 1},
+		{[]string{"pods", "CREATE", "denied", "SCHEDULER_NOT_ALLOWED"}, 2},
+		{[]string{"pods", "CREATE", "denied", "EVALUATOR_UNAVAILABLE"}, 1},
+	} {
+		if got := testutil.ToFloat64(m.requests.WithLabelValues(c.labels...)); got != c.want {
+			t.Errorf("requests%v = %v, want %v", c.labels, got, c.want)
+		}
+	}
+	if got := testutil.ToFloat64(m.evaluator.WithLabelValues("ok")); got != 1 {
+		t.Errorf("evaluator ok = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(m.evaluator.WithLabelValues("unavailable")); got != 1 {
+		t.Errorf("evaluator unavailable = %v, want 1", got)
+	}
+	if n := testutil.CollectAndCount(m.latency); n != 1 {
+		t.Errorf("latency series = %d, want 1", n)
+	}
+}
