@@ -2,10 +2,12 @@ package admission
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/core/client"
 )
 
@@ -52,9 +54,28 @@ func (m *Metrics) observe(resource, operation string, o outcome, d time.Duration
 	result, reason := "allowed", "NONE"
 	if !o.allowed() {
 		result, reason = "denied", string(o.violations[0].reason)
+		if !knownReason(o.violations[0].reason) {
+			reason = "OTHER"
+		}
+	}
+	// Reviews come from whoever reaches the port; keep labels to a closed set.
+	if !slices.Contains(knownResources, resource) {
+		resource = "other"
+	}
+	if !slices.Contains(knownOperations, operation) {
+		operation = "other"
 	}
 	m.requests.WithLabelValues(resource, operation, result, reason).Inc()
 	m.latency.WithLabelValues(resource).Observe(d.Seconds())
+}
+
+var (
+	knownResources  = []string{"pods", "pods/ephemeralcontainers", "pods/binding", "bindings", "nodes"}
+	knownOperations = []string{"CREATE", "UPDATE", "DELETE", "CONNECT"}
+)
+
+func knownReason(r guard.Reason) bool {
+	return r.IsKnown() || slices.Contains(guard.CallerReasons, r) || slices.Contains(guard.AdmissionReasons, r)
 }
 
 func (m *Metrics) evaluation(err error) {

@@ -9,6 +9,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/core/client"
 )
 
@@ -29,6 +30,11 @@ func TestMetrics(t *testing.T) {
 	ev.err = fmt.Errorf("%w: refused", client.ErrUnavailable)
 	send(makePod(tenantNS).obj())
 
+	post(t, v.PodsHandler(), request(t, "made-up-resource", "", "MADE_UP", plainNS, "u", makePod(plainNS).obj(), nil))
+	ev.err = nil
+	ev.verdict.Decision, ev.verdict.Reasons = "deny", []guard.Reason{"INVENTED_BY_A_NEWER_EVALUATOR"}
+	send(makePod(tenantNS).obj())
+
 	for _, c := range []struct {
 		labels []string
 		want   float64
@@ -36,18 +42,20 @@ func TestMetrics(t *testing.T) {
 		{[]string{"pods", "CREATE", "allowed", "NONE"}, 1},
 		{[]string{"pods", "CREATE", "denied", "SCHEDULER_NOT_ALLOWED"}, 2},
 		{[]string{"pods", "CREATE", "denied", "EVALUATOR_UNAVAILABLE"}, 1},
+		{[]string{"other", "other", "denied", "UNEXPECTED_REQUEST"}, 1},
+		{[]string{"pods", "CREATE", "denied", "OTHER"}, 1},
 	} {
 		if got := testutil.ToFloat64(m.requests.WithLabelValues(c.labels...)); got != c.want {
 			t.Errorf("requests%v = %v, want %v", c.labels, got, c.want)
 		}
 	}
-	if got := testutil.ToFloat64(m.evaluator.WithLabelValues("ok")); got != 1 {
-		t.Errorf("evaluator ok = %v, want 1", got)
+	if got := testutil.ToFloat64(m.evaluator.WithLabelValues("ok")); got != 2 {
+		t.Errorf("evaluator ok = %v, want 2", got)
 	}
 	if got := testutil.ToFloat64(m.evaluator.WithLabelValues("unavailable")); got != 1 {
 		t.Errorf("evaluator unavailable = %v, want 1", got)
 	}
-	if n := testutil.CollectAndCount(m.latency); n != 1 {
-		t.Errorf("latency series = %d, want 1", n)
+	if n := testutil.CollectAndCount(m.latency); n != 2 {
+		t.Errorf("latency series = %d, want 2 (pods, other)", n)
 	}
 }
