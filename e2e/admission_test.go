@@ -155,16 +155,17 @@ func TestAdmission(t *testing.T) {
 					t.Errorf("removing the second webhook: %v", err)
 				}
 			}()
-			// Until its configuration is in force, the label is admitted.
+			// Until its configuration is in force, the label is admitted;
+			// until its endpoint answers, the call fails.
 			var last error
 			err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
 				p := l.Pod(envconf.RandomName("and-label", 16), lab.WithLabels(lab.DisallowLabel))
 				_, last = l.Kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 				if last == nil {
 					_ = lab.DeletePod(ctx, l.Kube, ns, p.Name)
-					return false, nil
 				}
-				return true, nil
+				_, denied := lab.AdmissionDenial(last)
+				return denied, nil
 			})
 			if err != nil {
 				t.Fatalf("the second webhook never refused its label: %v", err)
