@@ -78,7 +78,7 @@ type harness struct {
 	factory  informers.SharedInformerFactory
 }
 
-func newHarness(t *testing.T, objs ...runtime.Object) *harness {
+func newHarness(t testing.TB, objs ...runtime.Object) *harness {
 	t.Helper()
 	h := &harness{client: fake.NewClientset(objs...), enforcer: &fakeEnforcer{},
 		recorder: record.NewFakeRecorder(10), metrics: NewMetrics(prometheus.NewRegistry())}
