@@ -16,6 +16,11 @@ export KIND_KUBECONFIG XG_VERSION
 # Go modules of the workspace (go.work), and the GOWORK=off tool module.
 MODULES := $(shell go work edit -json | sed -n 's/.*"DiskPath": "\.\/\(.*\)".*/\1/p')
 GO_PACKAGES := $(addsuffix /...,$(addprefix ./,$(MODULES)))
+# The Terraform provider is its own module outside go.work (GOWORK=off): it
+# brings Helm, kind and the Terraform plugin libraries, which no component
+# needs. hack/update-pins.sh gives it the same Kubernetes pins.
+TF_PROVIDER := terraform/provider
+TF_CLI_CONFIG := $(CURDIR)/_output/terraform/terraform.rc
 
 ##@ Main
 
@@ -26,7 +31,7 @@ demo: build images kind-up ## Build everything offline, bring up the lab cluster
 	go run ./e2e/cmd/demo --kubeconfig $(KIND_KUBECONFIG) --bin $(BIN) --repo-root $(CURDIR) \
 	  --cluster "$${CLUSTER_NAME:-xila-guard}" --image-tag $(XG_VERSION) --agnhost $(AGNHOST_IMAGE)
 
-test: verify lint unit integration e2e ## The whole suite: generated code, lint, unit, integration, end-to-end.
+test: verify lint unit integration e2e terraform-test ## The whole suite: generated code, lint, unit, integration, end-to-end, Terraform.
 
 ##@ Build
 
@@ -38,6 +43,7 @@ tools: packages ## Build Kubernetes, etcd, CoreDNS, crictl, helm, kind and linte
 
 build: tools ## Compile every module and binary.
 	go build $(GO_PACKAGES)
+	cd $(TF_PROVIDER) && GOWORK=off go build ./...
 	cd hack/tools && GOWORK=off go build ./runcwrap ./pause
 
 images: ## Build one FROM-scratch image per component, tagged with git describe.
@@ -46,6 +52,9 @@ images: ## Build one FROM-scratch image per component, tagged with git describe.
 kind-image: ## Build the offline kind node image $(NODE_IMAGE).
 	hack/ensure-docker.sh
 	hack/build-node-image.sh
+
+terraform-provider: ## Build the xilaguard Terraform provider into a local mirror; export TF_CLI_CONFIG_FILE=$(TF_CLI_CONFIG) to use it.
+	hack/build-terraform-provider.sh
 
 envtest: tools ## Assemble the envtest asset directory (kube-apiserver, etcd, kubectl).
 	mkdir -p $(ENVTEST_ASSETS)
@@ -64,6 +73,7 @@ kind-down: ## Delete the lab cluster.
 unit: ## Unit tests (race detector on).
 	go test -race -count=1 $(GO_PACKAGES)
 	cd hack/tools && GOWORK=off go test -race -count=1 ./runcwrap/...
+	cd $(TF_PROVIDER) && GOWORK=off go test -race -count=1 ./...
 
 integration: envtest ## Integration tests against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -tags integration -count=1 -run Integration $(GO_PACKAGES)
@@ -71,6 +81,10 @@ integration: envtest ## Integration tests against a real kube-apiserver and etcd
 e2e: tools images kind-image ## End-to-end suite on a kind cluster (KEEP_CLUSTER=1 keeps it; E2E_RUN=<regexp> picks tests).
 	XG_BIN=$(BIN) XG_IMAGE_TAG=$(XG_VERSION) NODE_IMAGE=$(NODE_IMAGE) AGNHOST_IMAGE=$(AGNHOST_IMAGE) \
 	  go test -tags e2e -count=1 -timeout 60m -v $(if $(E2E_RUN),-run '$(E2E_RUN)') ./e2e/...
+
+terraform-test: tools terraform-provider images kind-image ## Terraform: apply the lab example on its own kind cluster, plan, upgrade, destroy.
+	XG_BIN=$(BIN) XG_IMAGE_TAG=$(XG_VERSION) NODE_IMAGE=$(NODE_IMAGE) TF_CLI_CONFIG_FILE=$(TF_CLI_CONFIG) REPO_ROOT=$(CURDIR) \
+	  bash -c 'cd $(TF_PROVIDER) && GOWORK=off go test -tags e2e -count=1 -timeout 30m -v -run Terraform ./test/...'
 
 e2e-volcano: ## Volcano scenarios against real Volcano (VOLCANO_VERSION) from its release manifest; needs a registry.
 	hack/e2e-volcano.sh
@@ -81,6 +95,7 @@ lint: tools ## go vet and staticcheck on every module; helm lint --strict on the
 	go vet -tags integration,e2e $(GO_PACKAGES)
 	$(BIN)/staticcheck -tags integration,e2e $(GO_PACKAGES)
 	cd hack/tools && GOWORK=off go vet ./runcwrap ./pause
+	cd $(TF_PROVIDER) && GOWORK=off go vet -tags e2e ./... && GOWORK=off $(BIN)/staticcheck -tags e2e ./...
 	$(BIN)/helm lint --strict charts/xila-guard
 	for v in charts/testdata/values/*.yaml; do \
 	  $(BIN)/helm lint --strict --quiet charts/xila-guard -f "$$v" --set-file webhook.tls.caBundle=charts/testdata/test-ca.crt; \
@@ -97,4 +112,4 @@ verify: tools ## Fail when generated code or pins are stale.
 clean: ## Remove build output (not the version cache in ~/.cache/xila-guard).
 	rm -rf _output
 
-.PHONY: help demo test packages tools build images kind-image envtest kind-up kind-down unit integration e2e e2e-volcano lint generate verify clean
+.PHONY: help demo test packages tools build images kind-image envtest kind-up kind-down unit integration e2e e2e-volcano lint generate verify clean terraform-provider terraform-test

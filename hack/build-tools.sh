@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds, from Go modules only, every binary the project runs but does not
 # write: Kubernetes (kubelet, kubeadm, kubectl, control plane, kube-proxy,
-# agnhost), etcd, CoreDNS, crictl, helm, kind, controller-gen and staticcheck.
+# agnhost), etcd, CoreDNS, crictl, helm, kind, controller-gen, staticcheck
+# and, when none is installed, terraform.
 # Each binary is cached under $XG_CACHE/bin by name and version and linked
 # into _output/bin, so a second run builds nothing.
 #
@@ -86,4 +87,44 @@ for dir in "${!missing_pkgs[@]}"; do
   rm -rf "${tmp}"
   trap - EXIT
 done
+# Terraform: the one on PATH when it is TERRAFORM_VERSION, else built from
+# its Go module. Terraform's go.mod replaces its internal backend modules
+# with local directories, which `go install` refuses and the module zip
+# leaves out, so the tree is assembled from the root module at the tag and
+# each internal module at the tag's commit, all from the module proxy.
+build_terraform() {
+  local cached="${XG_CACHE}/bin/terraform@${TERRAFORM_VERSION}" have
+  if have=$(command -v terraform) && [[ ${have} != "${XG_BIN}/terraform" ]] &&
+    "${have}" version -json 2>/dev/null | grep -q "\"terraform_version\": \"${TERRAFORM_VERSION#v}\""; then
+    ln -sfn "${have}" "${XG_BIN}/terraform"
+    return
+  fi
+  if [[ ! -x ${cached} ]]; then
+    require_free_space "${XG_CACHE}" 2
+    local tmp root sub
+    tmp=$(mktemp -d "${XG_CACHE}/bin/.build.XXXXXX")
+    trap 'chmod -R u+w "${tmp}"; rm -rf "${tmp}"' EXIT
+    root=$(go mod download -json "github.com/hashicorp/terraform@${TERRAFORM_VERSION}" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    cp -r "${root}" "${tmp}/src"
+    chmod -R u+w "${tmp}/src"
+    for sub in $(sed -n 's|^replace \(github.com/hashicorp/terraform/[^ ]*\) => \./.*|\1|p' "${tmp}/src/go.mod"); do
+      local dir
+      dir=$(go mod download -json "${sub}@${TERRAFORM_COMMIT}" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+      [[ -n ${dir} ]] || die "module ${sub}@${TERRAFORM_COMMIT} is not on the module proxy: check TERRAFORM_COMMIT in hack/versions.env"
+      mkdir -p "${tmp}/src/${sub#github.com/hashicorp/terraform/}"
+      cp -r "${dir}/." "${tmp}/src/${sub#github.com/hashicorp/terraform/}/"
+    done
+    chmod -R u+w "${tmp}/src"
+    timed "building terraform@${TERRAFORM_VERSION} (cold: a few minutes)" \
+      bash -c "cd '${tmp}/src' && go build -trimpath -ldflags '-s -w' -o '${tmp}/terraform' ."
+    mv "${tmp}/terraform" "${cached}"
+    chmod -R u+w "${tmp}"
+    rm -rf "${tmp}"
+    trap - EXIT
+  fi
+  ln -sfn "${cached}" "${XG_BIN}/terraform"
+}
+if selected terraform; then
+  build_terraform
+fi
 log "tools ready in ${XG_BIN}"

@@ -17,3 +17,8 @@ for mod in hack/tools/go.mod components/scheduler/go.mod; do
     go mod edit "${args[@]}" -require="k8s.io/kubernetes@${KUBE_VERSION}" "${mod}"
   fi
 done
+# Modules outside go.work that build against the Kubernetes libraries
+# through other libraries (Helm, kind) state the same pins.
+for mod in terraform/provider/go.mod; do
+  go mod edit "${args[@]}" "${mod}"
+done

@@ -1,0 +1,31 @@
+output "kubeconfig" {
+  description = "Kubeconfig of the lab cluster (create_kind_cluster only)."
+  value       = var.create_kind_cluster ? xilaguard_kind_cluster.lab[0].kubeconfig : null
+  sensitive   = true
+}
+
+output "endpoint" {
+  description = "API server URL of the lab cluster (create_kind_cluster only)."
+  value       = var.create_kind_cluster ? xilaguard_kind_cluster.lab[0].endpoint : null
+}
+
+output "cluster_name" {
+  description = "Name of the lab kind cluster (create_kind_cluster only)."
+  value       = var.create_kind_cluster ? xilaguard_kind_cluster.lab[0].name : null
+}
+
+output "release" {
+  description = "The platform release: namespace, name, chart version, Helm revision and status."
+  value = {
+    namespace     = xilaguard_platform.this.namespace
+    name          = xilaguard_platform.this.release_name
+    chart_version = xilaguard_platform.this.chart_version
+    revision      = xilaguard_platform.this.revision
+    status        = xilaguard_platform.this.status
+  }
+}
+
+output "orchestrator_profiles" {
+  description = "Orchestrator profiles the platform has enabled."
+  value       = var.orchestrator_profiles
+}
