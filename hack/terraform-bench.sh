@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Times terraform apply and destroy of the lab example against the same
+# cluster made by make kind-up plus helm upgrade --install (the baseline),
+# RUNS times each, and prints the medians. "warm" starts with the node image
+# present. With COLD=1 each run first deletes the node image, so that the
+# cold apply includes make kind-image (from the cached root filesystem);
+# do not do that while other clusters on the machine use the image.
+#
+# usage: [COLD=1] hack/terraform-bench.sh [RUNS]   (needs make terraform-provider images kind-image)
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "${REPO_ROOT}"
+
+RUNS=${1:-3}
+export TF_CLI_CONFIG_FILE="${REPO_ROOT}/_output/terraform/terraform.rc"
+cluster=xg-tf-bench
+work=$(mktemp -d "${TMPDIR:-/tmp}/xg-tf-bench.XXXXXX")
+trap 'rm -rf "${work}"' EXIT
+cat >"${work}/main.tf" <<TF
+module "lab" {
+  source       = "${REPO_ROOT}/terraform/examples/lab"
+  cluster_name = "${cluster}"
+  image_tag    = "${XG_VERSION}"
+}
+TF
+tf() { "${XG_BIN}/terraform" -chdir="${work}" "$@" >/dev/null; }
+secs() { local t0=$1; echo $(($(date +%s%N) / 1000000 - t0)); }
+now() { echo $(($(date +%s%N) / 1000000)); }
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+tf init -input=false
+cold=() warm=() destroy=() base_up=() base_down=()
+for ((i = 0; i < RUNS; i++)); do
+  if [[ ${COLD:-0} == 1 ]]; then
+    docker rmi -f "${NODE_IMAGE}" >/dev/null
+    t=$(now); make -s kind-image >/dev/null; tf apply -auto-approve -input=false; cold+=("$(secs "$t")")
+    t=$(now); tf destroy -auto-approve -input=false; destroy+=("$(secs "$t")")
+  fi
+  t=$(now); tf apply -auto-approve -input=false; warm+=("$(secs "$t")")
+  t=$(now); tf destroy -auto-approve -input=false; destroy+=("$(secs "$t")")
+  # Baseline: the same cluster and release with the project's scripts and
+  # the helm CLI.
+  t=$(now)
+  CLUSTER_NAME=${cluster} KIND_KUBECONFIG="${work}/kubeconfig" hack/kind-up.sh >/dev/null 2>&1
+  for c in core scheduler webhook; do "${XG_BIN}/kind" load docker-image --name "${cluster}" "xila-guard/${c}:${XG_VERSION}" >/dev/null; done
+  "${XG_BIN}/helm" --kubeconfig "${work}/kubeconfig" upgrade --install xila-guard charts/xila-guard -n xila-guard-system --create-namespace --wait --timeout 5m \
+    --set enforcement.enabled=true,enforcement.profile=lab,enforcement.core.replicas=1,webhook.replicas=1,image.tag="${XG_VERSION}" \
+    --set-json 'orchestratorIntegrations=[{"name":"volcano","schedulerName":"volcano","workloadSelector":{"matchExpressions":[{"key":"volcano.sh/job-name","operator":"Exists"}]}},{"name":"kai","schedulerName":"kai-scheduler","workloadSelector":{"matchExpressions":[{"key":"kai.scheduler/queue","operator":"Exists"}]}}]' >/dev/null
+  base_up+=("$(secs "$t")")
+  t=$(now); CLUSTER_NAME=${cluster} KIND_KUBECONFIG="${work}/kubeconfig" hack/kind-down.sh >/dev/null 2>&1; base_down+=("$(secs "$t")")
+  log "run $((i + 1)): warm apply ${warm[i]} ms, baseline up ${base_up[i]} ms"
+done
+if [[ ${COLD:-0} == 1 ]]; then
+  printf 'apply cold (kind-image + apply): median %s ms of %s\n' "$(printf '%s\n' "${cold[@]}" | median)" "${RUNS}"
+fi
+printf 'apply warm (node image cached):  median %s ms of %s\n' "$(printf '%s\n' "${warm[@]}" | median)" "${RUNS}"
+printf 'destroy:                         median %s ms\n' "$(printf '%s\n' "${destroy[@]}" | median)"
+printf 'baseline kind-up + helm install: median %s ms\n' "$(printf '%s\n' "${base_up[@]}" | median)"
+printf 'baseline kind-down:              median %s ms\n' "$(printf '%s\n' "${base_down[@]}" | median)"
