@@ -20,7 +20,7 @@ resource "xilaguard_kind_cluster" "lab" {
 }
 
 resource "xilaguard_platform" "this" {
-  kubeconfig      = var.create_kind_cluster ? xilaguard_kind_cluster.lab[0].kubeconfig : var.kubeconfig
+  kubeconfig      = var.create_kind_cluster ? one(xilaguard_kind_cluster.lab[*].kubeconfig) : var.kubeconfig
   kubeconfig_path = var.create_kind_cluster ? null : var.kubeconfig_path
   kube_context    = var.kube_context
 

@@ -1,17 +1,17 @@
 output "kubeconfig" {
   description = "Kubeconfig of the lab cluster (create_kind_cluster only)."
-  value       = var.create_kind_cluster ? xilaguard_kind_cluster.lab[0].kubeconfig : null
+  value       = one(xilaguard_kind_cluster.lab[*].kubeconfig)
   sensitive   = true
 }
 
 output "endpoint" {
   description = "API server URL of the lab cluster (create_kind_cluster only)."
-  value       = var.create_kind_cluster ? xilaguard_kind_cluster.lab[0].endpoint : null
+  value       = one(xilaguard_kind_cluster.lab[*].endpoint)
 }
 
 output "cluster_name" {
   description = "Name of the lab kind cluster (create_kind_cluster only)."
-  value       = var.create_kind_cluster ? xilaguard_kind_cluster.lab[0].name : null
+  value       = one(xilaguard_kind_cluster.lab[*].name)
 }
 
 output "release" {

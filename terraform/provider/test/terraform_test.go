@@ -54,13 +54,15 @@ func newWorkspace(t *testing.T, e env, mainTF string) *tfexec.Terraform {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tf.SetEnv(map[string]string{
-		"TF_CLI_CONFIG_FILE": e.cliConfig,
-		"TF_IN_AUTOMATION":   "1",
-		"CHECKPOINT_DISABLE": "1",
-		"PATH":               os.Getenv("PATH"),
-		"HOME":               os.Getenv("HOME"),
-	}); err != nil {
+	vars := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	vars["TF_CLI_CONFIG_FILE"] = e.cliConfig
+	vars["CHECKPOINT_DISABLE"] = "1"
+	if err := tf.SetEnv(tfexec.CleanEnv(vars)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
