@@ -11,7 +11,11 @@ BIN := $(CURDIR)/_output/bin
 ENVTEST_ASSETS := $(CURDIR)/_output/envtest
 KIND_KUBECONFIG ?= $(CURDIR)/_output/kubeconfig
 # One version for every image and binary of this run.
-XG_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+# Computed once, so a commit made while images build cannot change the tag the
+# tests then look for.
+ifeq ($(origin XG_VERSION),undefined)
+XG_VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+endif
 export KIND_KUBECONFIG XG_VERSION
 # Go modules of the workspace (go.work), and the GOWORK=off tool module.
 MODULES := $(shell go work edit -json | sed -n 's/.*"DiskPath": "\.\/\(.*\)".*/\1/p')
