@@ -6,6 +6,21 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# Every kind node runs systemd, kubelet and kube-proxy, each holding inotify
+# instances; with more than one cluster the common default of 128 instances
+# runs out and kube-proxy fails with "too many open files". Raise the limits,
+# never lower them.
+raise_sysctl() {
+  local key=$1 want=$2 have
+  have=$(sysctl -n "${key}" 2>/dev/null) || return 0
+  if (( have < want )); then
+    as_root sysctl -q -w "${key}=${want}" >/dev/null ||
+      log "warning: cannot raise ${key} from ${have} to ${want}; several kind clusters at once may fail"
+  fi
+}
+raise_sysctl fs.inotify.max_user_instances 512
+raise_sysctl fs.inotify.max_user_watches 524288
+
 if docker info >/dev/null 2>&1; then
   exit 0
 fi
