@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -128,8 +129,35 @@ func (c *Cluster) InstallChart(ctx context.Context, values map[string]any) error
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return c.run(ctx, "helm", "upgrade", "--install", ReleaseName, filepath.Join(c.RepoRoot, "charts/xila-guard"),
-		"-n", PlatformNamespace, "--create-namespace", "--wait", "--timeout", "3m", "-f", f.Name())
+	if err := c.run(ctx, "helm", "upgrade", "--install", ReleaseName, filepath.Join(c.RepoRoot, "charts/xila-guard"),
+		"-n", PlatformNamespace, "--create-namespace", "--wait", "--timeout", "3m", "-f", f.Name()); err != nil {
+		return err
+	}
+	return c.waitAdmissionServing(ctx)
+}
+
+// waitAdmissionServing waits until the API server reaches every webhook
+// that judges pods. helm --wait returns once the webhook's pods are ready,
+// but the Service's endpoints still have to reach kube-proxy on the control
+// plane; until then a pod create fails with "failed calling webhook". A
+// plain pod in the default namespace, created as a server-side dry run, is
+// judged by every pod webhook (dry runs are sent to webhooks without side
+// effects) and admitted once they answer. Without the webhook it succeeds
+// at once.
+func (c *Cluster) waitAdmissionServing(ctx context.Context) error {
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "xg-admission-probe-", Namespace: metav1.NamespaceDefault},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: c.Agnhost}}},
+	}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = c.Kube.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("admission webhooks not answering after the install: %v (last: %v)", err, last)
+	}
+	return nil
 }
 
 // UninstallChart removes the release and waits until its pods are gone,
