@@ -5,7 +5,6 @@ package dataplane
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -118,15 +117,7 @@ func testRestart(t *testing.T, mode AttachMode) {
 		t.Fatalf("a cannot connect to b: %v", err)
 	}
 	defer conn.Close()
-	echo := func() error {
-		conn.SetDeadline(time.Now().Add(time.Second))
-		if _, err := conn.Write([]byte("x")); err != nil {
-			return err
-		}
-		buf := make([]byte, 64)
-		_, err := io.ReadAtLeast(conn, buf, 1)
-		return err
-	}
+	echo := echoer(t, conn, "pod1", time.Second)
 	if err := echo(); err != nil {
 		t.Fatalf("echo before restart: %v", err)
 	}

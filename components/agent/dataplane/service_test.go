@@ -4,7 +4,6 @@ package dataplane
 
 import (
 	"fmt"
-	"io"
 	"net/netip"
 	"testing"
 	"time"
@@ -114,15 +113,7 @@ func TestServiceTrafficJudgedAfterDNAT(t *testing.T) {
 			t.Fatalf("connecting to the service: %v", err)
 		}
 		defer conn.Close()
-		echo := func() error {
-			conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
-			if _, err := conn.Write([]byte("ping\n")); err != nil {
-				return err
-			}
-			buf := make([]byte, 64)
-			_, err := io.ReadAtLeast(conn, buf, 1)
-			return err
-		}
+		echo := echoer(t, conn, "pod1", 500*time.Millisecond)
 		if err := echo(); err != nil {
 			t.Fatalf("echo before the change: %v", err)
 		}

@@ -108,6 +108,33 @@ func dial(from *netns.Pod, to netip.AddrPort, timeout time.Duration) (net.Conn, 
 	return c, err
 }
 
+// echoer reads the server's greeting from conn, which must name want,
+// and returns a function that sends one numbered line and waits for that
+// same line back. A reply left buffered from an earlier round, or the
+// greeting, cannot pass for the answer to a later one.
+func echoer(t *testing.T, conn net.Conn, want string, timeout time.Duration) func() error {
+	t.Helper()
+	r := bufio.NewReader(conn)
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if hello, err := r.ReadString('\n'); err != nil || hello != want+"\n" {
+		t.Fatalf("greeting: %q, %v; want %q", hello, err, want)
+	}
+	seq := 0
+	return func() error {
+		seq++
+		token := fmt.Sprintf("echo %d\n", seq)
+		conn.SetDeadline(time.Now().Add(timeout))
+		if _, err := io.WriteString(conn, token); err != nil {
+			return err
+		}
+		got, err := r.ReadString('\n')
+		if err == nil && got != token {
+			return fmt.Errorf("echo answered %q, want %q", got, token)
+		}
+		return err
+	}
+}
+
 // tcpHello connects and returns the name the server greets with.
 func tcpHello(from *netns.Pod, to netip.AddrPort) (string, error) {
 	c, err := dial(from, to, 400*time.Millisecond)
