@@ -242,6 +242,13 @@ func (k probeKey) String() string {
 // probeAll runs every probe of the model once, in parallel: 81 pairs, four
 // ports, by pod IP and by Service name.
 func (m *model) probeAll(ctx context.Context) (map[probeKey]bool, error) {
+	got, _, err := m.probeAllWhy(ctx)
+	return got, err
+}
+
+// probeAllWhy is probeAll that also returns, for each probe that did not
+// connect, what xg-probe saw (a timeout, a refusal, a netns error).
+func (m *model) probeAllWhy(ctx context.Context) (map[probeKey]bool, map[probeKey]string, error) {
 	type wire struct {
 		ID       int    `json:"id"`
 		NetNS    string `json:"netns"`
@@ -266,6 +273,7 @@ func (m *model) probeAll(ctx context.Context) (map[probeKey]bool, error) {
 		}
 	}
 	got := make(map[probeKey]bool, len(keys))
+	why := map[probeKey]string{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make(chan error, len(byNode))
@@ -280,8 +288,9 @@ func (m *model) probeAll(ctx context.Context) (map[probeKey]bool, error) {
 				return
 			}
 			var results []struct {
-				ID        int  `json:"id"`
-				Connected bool `json:"connected"`
+				ID        int    `json:"id"`
+				Connected bool   `json:"connected"`
+				Error     string `json:"error"`
 			}
 			if err := json.Unmarshal([]byte(out), &results); err != nil {
 				errs <- fmt.Errorf("xg-probe on %s: %w", node, err)
@@ -290,6 +299,9 @@ func (m *model) probeAll(ctx context.Context) (map[probeKey]bool, error) {
 			mu.Lock()
 			for _, r := range results {
 				got[keys[r.ID]] = r.Connected
+				if r.Error != "" {
+					why[keys[r.ID]] = r.Error
+				}
 			}
 			mu.Unlock()
 		}()
@@ -297,9 +309,9 @@ func (m *model) probeAll(ctx context.Context) (map[probeKey]bool, error) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		return nil, err
+		return nil, nil, err
 	}
-	return got, nil
+	return got, why, nil
 }
 
 // setLabels makes an object's labels exactly want.

@@ -6,7 +6,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,12 +56,18 @@ func TestNetworkPolicyConformance(t *testing.T) {
 			m := ctx.Value(modelKey{}).(*model)
 			start := time.Now()
 			var worst time.Duration
+			pick := scenarioFilter(t)
+			ran := 0
 			for i, s := range scenarios() {
+				if !pick.MatchString(s.name) {
+					continue
+				}
 				d := m.runScenario(ctx, t, cfg, i, s)
 				worst = max(worst, d)
+				ran++
 			}
 			t.Logf("%d scenarios in %s; slowest enforcement seen by a probe round: %s",
-				len(scenarios()), time.Since(start).Round(time.Millisecond), worst.Round(time.Millisecond))
+				ran, time.Since(start).Round(time.Millisecond), worst.Round(time.Millisecond))
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -75,6 +84,17 @@ func TestNetworkPolicyConformance(t *testing.T) {
 		}).
 		Feature()
 	testenv.Test(t, f)
+}
+
+// scenarioFilter returns the regexp of E2E_NETPOL_SCENARIOS (every
+// scenario when unset), for running a few scenarios while working on them.
+// Scenarios set their policies and labels in full, so any subset runs.
+func scenarioFilter(t *testing.T) *regexp.Regexp {
+	re, err := regexp.Compile(os.Getenv("E2E_NETPOL_SCENARIOS"))
+	if err != nil {
+		t.Fatalf("E2E_NETPOL_SCENARIOS: %v", err)
+	}
+	return re
 }
 
 // runScenario applies one step and probes until the truth table matches,
@@ -100,16 +120,25 @@ func (m *model) runScenario(ctx context.Context, t *testing.T, cfg *envconf.Conf
 	}
 	for round := 1; ; round++ {
 		began := time.Now()
-		got, err := m.probeAll(ctx)
+		got, why, err := m.probeAllWhy(ctx)
 		if err != nil {
 			t.Fatalf("scenario %d %q: probing: %v", i, s.name, err)
 		}
 		var wrong []probeKey
+		var wrongWhy []string
 		for k, w := range want {
 			if got[k] != w {
 				wrong = append(wrong, k)
 			}
 		}
+		for _, k := range wrong {
+			seen := "connected, want refused"
+			if !got[k] {
+				seen = "did not connect: " + why[k]
+			}
+			wrongWhy = append(wrongWhy, k.String()+": "+seen)
+		}
+		slices.Sort(wrongWhy)
 		if len(wrong) == 0 {
 			d := began.Sub(changed)
 			t.Logf("scenario %2d %-70q ok: round %d began %s after the change, %s per round",
@@ -136,7 +165,7 @@ func (m *model) runScenario(ctx context.Context, t *testing.T, cfg *envconf.Conf
 			}
 			t.Fatalf("scenario %d %q: %d of %d probes differ from the truth %s after the change (round %d):\n%s\n%s",
 				i, s.name, len(wrong), len(want), time.Since(changed).Round(time.Millisecond), round,
-				strings.Join(firstN(sortedKeys(wrong), 20), "\n"), strings.Join(tables, "\n"))
+				strings.Join(firstN(wrongWhy, 20), "\n"), strings.Join(tables, "\n"))
 		}
 	}
 }

@@ -126,4 +126,3 @@ func dialFrom(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, fr
 	}
 	return last
 }
-

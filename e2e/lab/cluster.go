@@ -147,7 +147,7 @@ func (c *Cluster) InstallChart(ctx context.Context, values map[string]any) error
 func (c *Cluster) waitAdmissionServing(ctx context.Context) error {
 	probe := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "xg-admission-probe-", Namespace: metav1.NamespaceDefault},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: c.Agnhost}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: c.Agnhost}}},
 	}
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -79,7 +79,7 @@ func (s Spec) KindConfig() *v1alpha4.Cluster {
 			PodSubnet:         s.PodSubnet,
 			ServiceSubnet:     s.ServiceSubnet,
 		},
-		Nodes:                 []v1alpha4.Node{{Role: v1alpha4.ControlPlaneRole}},
+		Nodes:                []v1alpha4.Node{{Role: v1alpha4.ControlPlaneRole}},
 		KubeadmConfigPatches: []string{cgroupV1Patch},
 	}
 	for range s.Workers {

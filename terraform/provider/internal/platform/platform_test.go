@@ -8,7 +8,6 @@ import (
 	"testing"
 )
 
-
 func TestLoadProfile(t *testing.T) {
 	tests := []struct {
 		name      string
