@@ -62,6 +62,9 @@ type model struct {
 	netns  map[podRef]string // network namespace path on that node
 	ips    map[podRef]string // pod IP
 	order  []podRef          // x/a, x/b, ..., z/c
+	// retried counts probes xg-probe ran twice because it was itself
+	// starved of CPU while they timed out.
+	retried int
 }
 
 func (m *model) ns(name string) string { return name + m.suffix }
@@ -287,23 +290,36 @@ func (m *model) probeAllWhy(ctx context.Context) (map[probeKey]bool, map[probeKe
 				errs <- err
 				return
 			}
-			var results []struct {
-				ID        int    `json:"id"`
-				Connected bool   `json:"connected"`
-				Error     string `json:"error"`
+			var res struct {
+				MaxStall time.Duration `json:"maxStall"`
+				Results  []struct {
+					ID        int    `json:"id"`
+					Connected bool   `json:"connected"`
+					Error     string `json:"error"`
+					Retried   bool   `json:"retried"`
+				} `json:"results"`
 			}
-			if err := json.Unmarshal([]byte(out), &results); err != nil {
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				errs <- fmt.Errorf("xg-probe on %s: %w", node, err)
 				return
 			}
 			mu.Lock()
-			for _, r := range results {
-				got[keys[r.ID]] = r.Connected
-				if r.Error != "" {
-					why[keys[r.ID]] = r.Error
+			defer mu.Unlock()
+			for _, r := range res.Results {
+				k := keys[r.ID]
+				got[k] = r.Connected
+				if r.Retried {
+					m.retried++
+				}
+				if !r.Connected {
+					attempts := "once"
+					if r.Retried {
+						attempts = "twice"
+					}
+					why[k] = fmt.Sprintf("%s (tried %s; the prober on %s stalled for at most %s)",
+						r.Error, attempts, node, res.MaxStall.Round(time.Millisecond))
 				}
 			}
-			mu.Unlock()
 		}()
 	}
 	wg.Wait()

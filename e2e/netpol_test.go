@@ -66,8 +66,8 @@ func TestNetworkPolicyConformance(t *testing.T) {
 				worst = max(worst, d)
 				ran++
 			}
-			t.Logf("%d scenarios in %s; slowest enforcement seen by a probe round: %s",
-				ran, time.Since(start).Round(time.Millisecond), worst.Round(time.Millisecond))
+			t.Logf("%d scenarios in %s; slowest enforcement seen by a probe round: %s; %d probes run twice because the prober stalled",
+				ran, time.Since(start).Round(time.Millisecond), worst.Round(time.Millisecond), m.retried)
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

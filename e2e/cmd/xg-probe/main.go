@@ -7,6 +7,12 @@
 //
 // A TCP probe succeeds when the connection is established; a UDP probe
 // when the agnhost netexec server answers "hostname" within the timeout.
+//
+// A probe that times out while xg-probe itself was starved of CPU (a
+// ticker that fell behind by --stall or more) says nothing about the
+// network: such probes are run once more, and the output records the
+// longest stall seen and which probes were repeated. A denied connection
+// times out on both attempts.
 package main
 
 import (
@@ -18,6 +24,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,11 +46,20 @@ type Result struct {
 	Connected bool   `json:"connected"`
 	Reply     string `json:"reply,omitempty"`
 	Error     string `json:"error,omitempty"`
+	Retried   bool   `json:"retried,omitempty"`
+}
+
+// Output is what xg-probe writes.
+type Output struct {
+	// MaxStall is the longest a 10 ms ticker fell behind during the run.
+	MaxStall time.Duration `json:"maxStall"`
+	Results  []Result      `json:"results"`
 }
 
 func main() {
 	timeout := flag.Duration("timeout", time.Second, "per-probe timeout")
 	dns := flag.String("dns", "10.96.0.10:53", "cluster DNS server for names, queried from the node")
+	stallLimit := flag.Duration("stall", 200*time.Millisecond, "a ticker delay from which timed-out probes are run again")
 	flag.Parse()
 	var probes []Probe
 	if err := json.NewDecoder(os.Stdin).Decode(&probes); err != nil {
@@ -69,22 +85,75 @@ func main() {
 		}
 		addrs[p.Host] = ips[0]
 	}
-	results := make([]Result, len(probes))
-	var wg sync.WaitGroup
+	hosts := make([]string, len(probes))
 	for i, p := range probes {
 		host := p.Host
 		if a := addrs[host]; a != "" {
 			host = a
 		}
+		hosts[i] = net.JoinHostPort(host, strconv.Itoa(p.Port))
+	}
+	stall := watchStalls()
+	results := make([]Result, len(probes))
+	all := make([]int, len(probes))
+	for i := range all {
+		all[i] = i
+	}
+	runAll(probes, hosts, all, results, *timeout)
+	if stall() >= *stallLimit {
+		var again []int
+		for i, r := range results {
+			if !r.Connected && isTimeout(r.Error) {
+				again = append(again, i)
+			}
+		}
+		runAll(probes, hosts, again, results, *timeout)
+		for _, i := range again {
+			results[i].Retried = true
+		}
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(Output{MaxStall: stall(), Results: results}); err != nil {
+		os.Exit(2)
+	}
+}
+
+// runAll runs the probes at indexes which, all at once.
+func runAll(probes []Probe, hosts []string, which []int, results []Result, timeout time.Duration) {
+	var wg sync.WaitGroup
+	for _, i := range which {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = run(p, net.JoinHostPort(host, strconv.Itoa(p.Port)), *timeout)
+			results[i] = run(probes[i], hosts[i], timeout)
 		}()
 	}
 	wg.Wait()
-	if err := json.NewEncoder(os.Stdout).Encode(results); err != nil {
-		os.Exit(2)
+}
+
+func isTimeout(msg string) bool {
+	return strings.Contains(msg, "i/o timeout")
+}
+
+// watchStalls starts a 10 ms ticker and returns a function that reports
+// the longest the ticker has fallen behind so far.
+func watchStalls() func() time.Duration {
+	const period = 10 * time.Millisecond
+	var mu sync.Mutex
+	var worst time.Duration
+	go func() {
+		last := time.Now()
+		for range time.Tick(period) {
+			now := time.Now()
+			mu.Lock()
+			worst = max(worst, now.Sub(last)-period)
+			mu.Unlock()
+			last = now
+		}
+	}()
+	return func() time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return worst
 	}
 }
 
