@@ -74,7 +74,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		// Schedulers call from many goroutines; keep enough idle
 		// connections that a burst does not dial afresh.
-		t.MaxIdleConnsPerHost = 32
+		t.MaxIdleConnsPerHost = 64
 		c.http = &http.Client{Transport: t}
 	}
 	if c.timeout <= 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,8 +33,9 @@ const namespaceSignerName = "v1.Pod.Namespace"
 // scheduler binds in a goroutine per pod; under a burst, thousands of them
 // would each open reads and an evaluator connection at once, and thrash.
 // Waiting here instead keeps connections reused and the API server's load
-// even, and the evaluator timeout only counts the call itself.
-const maxConcurrentConfirms = 16
+// even, and the evaluator timeout only counts the call itself. The
+// evaluator client keeps as many idle connections.
+const maxConcurrentConfirms = 64
 
 // freshReadsPerBind is how many API reads PreBind makes for one pod. The
 // plugin's own client gets that multiple of the scheduler's rate limit, so
@@ -50,7 +52,7 @@ type Enforcement struct {
 	eval     *guardedEvaluator
 	answers  *answers
 	caches   *caches
-	guard    guardReader
+	guard    *sharedReads
 	activate *activator
 	// confirms holds a slot for each PreBind re-judgement in flight.
 	confirms chan struct{}
@@ -248,7 +250,7 @@ func newEnforcement(ctx context.Context, h fwk.Handle, s settings, ev Evaluator,
 		eval:                     &guardedEvaluator{next: ev, clock: clock.RealClock{}},
 		answers:                  &answers{window: s.answerReuse, clock: clock.RealClock{}},
 		caches:                   c,
-		guard:                    gr,
+		guard:                    newSharedReads(gr, time.Now),
 		activate:                 newActivator(ctx, h, c, h.ProfileName()),
 		confirms:                 make(chan struct{}, maxConcurrentConfirms),
 		taintComparisonOperators: utilfeature.DefaultFeatureGate.Enabled(features.TaintTolerationComparisonOperators),

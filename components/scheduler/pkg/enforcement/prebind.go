@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,6 +36,7 @@ type freshFacts struct {
 // deleted or replaced (another UID) as far as the scheduler knows, its
 // evidence describing another node UID, or re-incarnated.
 func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleState, nodeName string) *fwk.Status {
+	since := time.Now()
 	select {
 	case pl.confirms <- struct{}{}:
 		defer func() { <-pl.confirms }()
@@ -50,7 +52,7 @@ func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleSt
 	case node.UID != st.chosenUID:
 		return nodeChanged("node %s was replaced after it was judged: UID %s, now %s", nodeName, st.chosenUID, node.UID)
 	}
-	f, status := pl.readFresh(ctx, pod.Namespace, st, nodeName)
+	f, status := pl.readFresh(ctx, pod.Namespace, st, nodeName, since)
 	if status != nil {
 		return status
 	}
@@ -86,10 +88,10 @@ func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleSt
 }
 
 // readFresh reads the node's evidence and the policy from the API server,
-// both at once. The tenant and the name of its policy are resolved again
+// both at once, or takes reads other PreBinds sent after since. The tenant and the name of its policy are resolved again
 // from the caches, as in PreFilter: if the tenant changed since, the bind
 // is refused and the next cycle judges afresh.
-func (pl *Enforcement) readFresh(ctx context.Context, namespace string, st *cycleState, nodeName string) (*freshFacts, *fwk.Status) {
+func (pl *Enforcement) readFresh(ctx context.Context, namespace string, st *cycleState, nodeName string, since time.Time) (*freshFacts, *fwk.Status) {
 	id, err := pl.caches.resolve(namespace)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
@@ -104,9 +106,9 @@ func (pl *Enforcement) readFresh(ctx context.Context, namespace string, st *cycl
 	var policy *v1alpha1.PlacementPolicy
 	var stateErr, policyErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { f.state, stateErr = orNil(pl.guard.NodeSecurityState(ctx, nodeName)) })
+	wg.Go(func() { f.state, stateErr = orNil(pl.guard.NodeSecurityState(ctx, nodeName, since)) })
 	if id.policy != nil {
-		wg.Go(func() { policy, policyErr = orNil(pl.guard.PlacementPolicy(ctx, id.policy.Name)) })
+		wg.Go(func() { policy, policyErr = orNil(pl.guard.PlacementPolicy(ctx, id.policy.Name, since)) })
 	}
 	wg.Wait()
 	if err := errors.Join(stateErr, policyErr); err != nil {

@@ -1,0 +1,135 @@
+package enforcement
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+)
+
+// freshReadTimeout bounds a shared read: it runs on behalf of every PreBind
+// that joins it, so no single caller's context may cancel it.
+const freshReadTimeout = 30 * time.Second
+
+// sharedReads lets PreBinds share their API reads without ever using one
+// older than themselves: a PreBind that started waiting at since may take
+// the result of a read of the same object that was sent at or after since,
+// whether that read is still in flight or already answered. The guarantee
+// is the one of a read of its own: the facts were read from the API server
+// after the pod reached PreBind, so after it was judged. Under a burst, the
+// PreBinds queued for a slot find most of their reads already made — the
+// policy of a tenant is read once per slot turn, not once per pod.
+type sharedReads struct {
+	r   guardReader
+	now func() time.Time
+
+	mu    sync.Mutex
+	reads map[readKey]*sharedRead
+}
+
+type readKey struct {
+	kind string
+	name string
+}
+
+type sharedRead struct {
+	sent   time.Time
+	done   chan struct{}
+	state  *v1alpha1.NodeSecurityState
+	policy *v1alpha1.PlacementPolicy
+	err    error
+}
+
+// maxSharedReads bounds the answered reads kept for reuse; past it, the
+// oldest half of the answered ones are forgotten.
+const maxSharedReads = 4096
+
+func newSharedReads(r guardReader, now func() time.Time) *sharedReads {
+	return &sharedReads{r: r, now: now, reads: map[readKey]*sharedRead{}}
+}
+
+// NodeSecurityState returns the named state as read at or after since.
+func (s *sharedReads) NodeSecurityState(ctx context.Context, name string, since time.Time) (*v1alpha1.NodeSecurityState, error) {
+	rd, err := s.get(ctx, readKey{"NodeSecurityState", name}, since, func(ctx context.Context, rd *sharedRead) {
+		rd.state, rd.err = s.r.NodeSecurityState(ctx, name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rd.state, rd.err
+}
+
+// PlacementPolicy returns the named policy as read at or after since.
+func (s *sharedReads) PlacementPolicy(ctx context.Context, name string, since time.Time) (*v1alpha1.PlacementPolicy, error) {
+	rd, err := s.get(ctx, readKey{"PlacementPolicy", name}, since, func(ctx context.Context, rd *sharedRead) {
+		rd.policy, rd.err = s.r.PlacementPolicy(ctx, name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rd.policy, rd.err
+}
+
+// get joins a read of key sent at or after since, or sends one. The error
+// is the caller's own (its context ended); the read's error is in the read.
+func (s *sharedReads) get(ctx context.Context, key readKey, since time.Time, read func(context.Context, *sharedRead)) (*sharedRead, error) {
+	s.mu.Lock()
+	rd := s.reads[key]
+	if rd == nil || !rd.sent.After(since) {
+		rd = &sharedRead{sent: s.now(), done: make(chan struct{})}
+		s.forgetLocked()
+		s.reads[key] = rd
+		s.mu.Unlock()
+		go func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), freshReadTimeout)
+			defer cancel()
+			read(rctx, rd)
+			if rd.err != nil {
+				// A failure answers the PreBinds that joined it; later
+				// ones try again.
+				s.mu.Lock()
+				if s.reads[key] == rd {
+					delete(s.reads, key)
+				}
+				s.mu.Unlock()
+			}
+			close(rd.done)
+		}()
+	} else {
+		s.mu.Unlock()
+	}
+	select {
+	case <-rd.done:
+		return rd, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// forgetLocked drops the older half of the answered reads once there are
+// too many; reads in flight stay.
+func (s *sharedReads) forgetLocked() {
+	if len(s.reads) < maxSharedReads {
+		return
+	}
+	var newest, oldest time.Time
+	for _, rd := range s.reads {
+		if oldest.IsZero() || rd.sent.Before(oldest) {
+			oldest = rd.sent
+		}
+		if rd.sent.After(newest) {
+			newest = rd.sent
+		}
+	}
+	cut := oldest.Add(newest.Sub(oldest) / 2)
+	for k, rd := range s.reads {
+		select {
+		case <-rd.done:
+			if !rd.sent.After(cut) {
+				delete(s.reads, k)
+			}
+		default:
+		}
+	}
+}
