@@ -26,6 +26,8 @@ var goldenCases = []string{
 	"cert-manager",
 	"cert-manager-issuer",
 	"generate",
+	"network-policy",
+	"observe",
 }
 
 // generatedPEM matches the base64 PEM blobs that TLS mode generate makes
