@@ -34,11 +34,10 @@ type readKey struct {
 }
 
 type sharedRead struct {
-	sent   time.Time
-	done   chan struct{}
-	state  *v1alpha1.NodeSecurityState
-	policy *v1alpha1.PlacementPolicy
-	err    error
+	sent time.Time
+	done chan struct{}
+	obj  any // the object read, a typed nil when there is none
+	err  error
 }
 
 // maxSharedReads bounds the answered reads kept for reuse; past it, the
@@ -51,29 +50,29 @@ func newSharedReads(r guardReader, now func() time.Time) *sharedReads {
 
 // NodeSecurityState returns the named state as read at or after since.
 func (s *sharedReads) NodeSecurityState(ctx context.Context, name string, since time.Time) (*v1alpha1.NodeSecurityState, error) {
-	rd, err := s.get(ctx, readKey{"NodeSecurityState", name}, since, func(ctx context.Context, rd *sharedRead) {
-		rd.state, rd.err = s.r.NodeSecurityState(ctx, name)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return rd.state, rd.err
+	return sharedGet(ctx, s, "NodeSecurityState", name, since, s.r.NodeSecurityState)
 }
 
 // PlacementPolicy returns the named policy as read at or after since.
 func (s *sharedReads) PlacementPolicy(ctx context.Context, name string, since time.Time) (*v1alpha1.PlacementPolicy, error) {
-	rd, err := s.get(ctx, readKey{"PlacementPolicy", name}, since, func(ctx context.Context, rd *sharedRead) {
-		rd.policy, rd.err = s.r.PlacementPolicy(ctx, name)
-	})
+	return sharedGet(ctx, s, "PlacementPolicy", name, since, s.r.PlacementPolicy)
+}
+
+func sharedGet[T any](ctx context.Context, s *sharedReads, kind, name string, since time.Time,
+	read func(context.Context, string) (*T, error)) (*T, error) {
+	rd, err := s.get(ctx, readKey{kind, name}, since, func(ctx context.Context) (any, error) { return read(ctx, name) })
 	if err != nil {
 		return nil, err
 	}
-	return rd.policy, rd.err
+	if rd.err != nil {
+		return nil, rd.err
+	}
+	return rd.obj.(*T), nil
 }
 
 // get joins a read of key sent at or after since, or sends one. The error
 // is the caller's own (its context ended); the read's error is in the read.
-func (s *sharedReads) get(ctx context.Context, key readKey, since time.Time, read func(context.Context, *sharedRead)) (*sharedRead, error) {
+func (s *sharedReads) get(ctx context.Context, key readKey, since time.Time, read func(context.Context) (any, error)) (*sharedRead, error) {
 	s.mu.Lock()
 	rd := s.reads[key]
 	if rd == nil || !rd.sent.After(since) {
@@ -84,7 +83,7 @@ func (s *sharedReads) get(ctx context.Context, key readKey, since time.Time, rea
 		go func() {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), freshReadTimeout)
 			defer cancel()
-			read(rctx, rd)
+			rd.obj, rd.err = read(rctx)
 			if rd.err != nil {
 				// A failure answers the PreBinds that joined it; later
 				// ones try again.

@@ -72,36 +72,14 @@ func TestSharedReadsJoinOnlyReadsSentAfterTheCaller(t *testing.T) {
 	ctx := context.Background()
 
 	early := now()
-	first := make(chan string)
-	go func() {
-		st, err := s.NodeSecurityState(ctx, "n1", early)
-		if err != nil {
-			t.Errorf("first read: %v", err)
-		}
-		first <- st.ResourceVersion
-	}()
+	first := readAsync(t, s, early)
 	waitReads(t, g, 1)
-
 	// A caller that arrived before the read in flight was sent joins it.
-	joined := make(chan string)
-	go func() {
-		st, err := s.NodeSecurityState(ctx, "n1", early)
-		if err != nil {
-			t.Errorf("joined read: %v", err)
-		}
-		joined <- st.ResourceVersion
-	}()
+	joined := readAsync(t, s, early)
 	// A caller that arrived after it was sent must not: it sends its own.
 	late := now()
 	g.version.Store(1)
-	own := make(chan string)
-	go func() {
-		st, err := s.NodeSecurityState(ctx, "n1", late)
-		if err != nil {
-			t.Errorf("late read: %v", err)
-		}
-		own <- st.ResourceVersion
-	}()
+	own := readAsync(t, s, late)
 	waitReads(t, g, 2)
 	close(g.release)
 	// The joining caller may have found either read: both were sent after
@@ -193,6 +171,22 @@ func TestSharedReadsForgetsOldAnswers(t *testing.T) {
 	if n >= maxSharedReads {
 		t.Fatalf("%d answered reads kept, want fewer than %d", n, maxSharedReads)
 	}
+}
+
+// readAsync reads the state of node n1 in the background and sends the
+// version it got, "" on an error.
+func readAsync(t *testing.T, s *sharedReads, since time.Time) <-chan string {
+	out := make(chan string, 1)
+	go func() {
+		st, err := s.NodeSecurityState(context.Background(), "n1", since)
+		if err != nil {
+			t.Errorf("read since %s: %v", since, err)
+			out <- ""
+			return
+		}
+		out <- st.ResourceVersion
+	}()
+	return out
 }
 
 func waitReads(t *testing.T, g *gatedGuard, n int32) {
