@@ -92,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
 		return reconcile.Result{}, fmt.Errorf("reading namespace %s: %w", pod.Namespace, err)
 	}
-	id, err := resolve(ctx, r.Client, ns)
+	id, err := resolveIdentity(ctx, r.Client, ns)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

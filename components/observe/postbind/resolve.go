@@ -8,7 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/resolve"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
@@ -23,60 +23,54 @@ type identity struct {
 	policy    *wire.Policy
 }
 
-// resolve decides a namespace's tenant and policy with the scheduler's
-// rules: the TenantBinding that lists the namespace is authoritative; a
-// namespace that is only labelled belongs to the labelled tenant, whose
-// binding (named after it) supplies pool and policy; two bindings, or a
-// label that contradicts the binding, leave the tenant unresolved. The
-// policy is the binding's effectivePolicyRef, else the namespace's
-// guard.xila.us/policy annotation. What a missing tenant or policy means is
-// the evaluator's to decide.
-func resolve(ctx context.Context, r client.Reader, ns *corev1.Namespace) (identity, error) {
+// resolveIdentity decides a namespace's tenant and policy with the rules every
+// component shares (package resolve), reading through the manager's
+// cache. What a missing tenant or policy means is the evaluator's to
+// decide.
+func resolveIdentity(ctx context.Context, r client.Reader, ns *corev1.Namespace) (identity, error) {
+	id, err := resolve.Namespace(ns, reader{ctx, r})
+	if err != nil {
+		return identity{}, err
+	}
+	return identity{protected: id.Protected, tenant: wire.TenantOf(id.Tenant), policy: wire.PolicyOf(id.Policy)}, nil
+}
+
+// reader is a resolve.Lookup over a controller-runtime reader.
+type reader struct {
+	ctx context.Context
+	r   client.Reader
+}
+
+var _ resolve.Lookup = reader{}
+
+func (l reader) Listing(namespace string) ([]*v1alpha1.TenantBinding, error) {
 	var list v1alpha1.TenantBindingList
-	if err := r.List(ctx, &list, client.MatchingFields{indexBindingNamespace: ns.Name}); err != nil {
-		return identity{}, fmt.Errorf("listing the TenantBindings of namespace %s: %w", ns.Name, err)
+	if err := l.r.List(l.ctx, &list, client.MatchingFields{indexBindingNamespace: namespace}); err != nil {
+		return nil, fmt.Errorf("listing the TenantBindings of namespace %s: %w", namespace, err)
 	}
-	label, labelled := ns.Labels[guard.LabelTenant]
-	if !labelled && len(list.Items) == 0 {
-		return identity{}, nil
+	out := make([]*v1alpha1.TenantBinding, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
 	}
-	id := identity{protected: true}
-	var b *v1alpha1.TenantBinding
-	switch {
-	case len(list.Items) > 1:
-		return id, nil
-	case len(list.Items) == 1 && labelled && list.Items[0].Spec.TenantID != label:
-		return id, nil
-	case len(list.Items) == 1:
-		b = &list.Items[0]
-	case label == "":
-		return id, nil
-	default:
-		b = &v1alpha1.TenantBinding{}
-		if err := r.Get(ctx, client.ObjectKey{Name: label}, b); apierrors.IsNotFound(err) {
-			b = nil
-		} else if err != nil {
-			return identity{}, fmt.Errorf("reading TenantBinding %s: %w", label, err)
-		}
-	}
-	if b != nil {
-		id.tenant = &wire.Tenant{ID: b.Spec.TenantID, Pool: b.Spec.Pool()}
-	} else {
-		id.tenant = &wire.Tenant{ID: label}
-	}
-	name := ns.Annotations[guard.AnnotationPolicy]
-	if b != nil && b.Spec.EffectivePolicyRef != nil && b.Spec.EffectivePolicyRef.Name != "" {
-		name = b.Spec.EffectivePolicyRef.Name
-	}
-	if name == "" {
-		return id, nil
-	}
-	p := &v1alpha1.PlacementPolicy{}
-	if err := r.Get(ctx, client.ObjectKey{Name: name}, p); apierrors.IsNotFound(err) {
-		return id, nil
+	return out, nil
+}
+
+func (l reader) TenantBinding(name string) (*v1alpha1.TenantBinding, error) {
+	b := &v1alpha1.TenantBinding{}
+	if err := l.r.Get(l.ctx, client.ObjectKey{Name: name}, b); apierrors.IsNotFound(err) {
+		return nil, nil
 	} else if err != nil {
-		return identity{}, fmt.Errorf("reading PlacementPolicy %s: %w", name, err)
+		return nil, fmt.Errorf("reading TenantBinding %s: %w", name, err)
 	}
-	id.policy = &wire.Policy{Name: p.Name, Spec: p.Spec}
-	return id, nil
+	return b, nil
+}
+
+func (l reader) PlacementPolicy(name string) (*v1alpha1.PlacementPolicy, error) {
+	p := &v1alpha1.PlacementPolicy{}
+	if err := l.r.Get(l.ctx, client.ObjectKey{Name: name}, p); apierrors.IsNotFound(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("reading PlacementPolicy %s: %w", name, err)
+	}
+	return p, nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/resolve"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
@@ -56,18 +57,11 @@ func (c *caches) resolve(namespace string) (identity, error) {
 		// status retries the pod after a backoff.
 		return identity{}, fmt.Errorf("namespace %s is not in the scheduler's cache yet", namespace)
 	}
-	listing := indexed[*v1alpha1.TenantBinding](c.bindings, byNamespace, namespace)
-	return resolveIdentity(obj.(*corev1.Namespace), listing, c.binding, c.policy), nil
-}
-
-// binding returns the named TenantBinding, or nil.
-func (c *caches) binding(name string) *v1alpha1.TenantBinding {
-	return get[*v1alpha1.TenantBinding](c.bindings, name)
-}
-
-// policy returns the named PlacementPolicy, or nil.
-func (c *caches) policy(name string) *v1alpha1.PlacementPolicy {
-	return get[*v1alpha1.PlacementPolicy](c.policies, name)
+	r, err := resolve.Namespace(obj.(*corev1.Namespace), resolve.Caches{Bindings: c.bindings, NamespaceIndex: byNamespace, Policies: c.policies})
+	if err != nil {
+		return identity{}, err
+	}
+	return identityOf(r), nil
 }
 
 // state returns the NodeSecurityState of the named node, or nil.

@@ -120,7 +120,7 @@ func (pl *Enforcement) readFresh(ctx context.Context, namespace string, st *cycl
 		f.id.note = fmt.Sprintf("PlacementPolicy %s was deleted", id.policy.Name)
 		f.id.policy = nil
 	default:
-		f.id.policy = &wire.Policy{Name: policy.Name, Spec: policy.Spec}
+		f.id.policy = wire.PolicyOf(policy)
 	}
 	return f, nil
 }

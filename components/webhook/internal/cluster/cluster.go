@@ -15,7 +15,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/xila-guard/xila-guard/components/api/resolve"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/wire"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
 )
 
@@ -146,7 +148,11 @@ func (c *Cluster) identity(ctx context.Context, namespace string) (admission.Ide
 	if err != nil {
 		return admission.Identity{}, err
 	}
-	return Resolve(ns, c.listing(namespace), c.binding, c.policy), nil
+	r, err := resolve.Namespace(ns, resolve.Caches{Bindings: c.bindings, NamespaceIndex: byNamespace, Policies: c.policies})
+	if err != nil {
+		return admission.Identity{}, err
+	}
+	return admission.Identity{Protected: r.Protected, Tenant: wire.TenantOf(r.Tenant), Policy: wire.PolicyOf(r.Policy), Note: r.Note}, nil
 }
 
 func (c *Cluster) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
@@ -160,29 +166,6 @@ func (c *Cluster) namespace(ctx context.Context, name string) (*corev1.Namespace
 		return nil, fmt.Errorf("reading namespace %s: %w", name, err)
 	}
 	return ns, nil
-}
-
-func (c *Cluster) listing(namespace string) []*v1alpha1.TenantBinding {
-	objs, _ := c.bindings.ByIndex(byNamespace, namespace)
-	out := make([]*v1alpha1.TenantBinding, 0, len(objs))
-	for _, o := range objs {
-		out = append(out, o.(*v1alpha1.TenantBinding))
-	}
-	return out
-}
-
-func (c *Cluster) binding(name string) *v1alpha1.TenantBinding {
-	if obj, ok, _ := c.bindings.GetByKey(name); ok {
-		return obj.(*v1alpha1.TenantBinding)
-	}
-	return nil
-}
-
-func (c *Cluster) policy(name string) *v1alpha1.PlacementPolicy {
-	if obj, ok, _ := c.policies.GetByKey(name); ok {
-		return obj.(*v1alpha1.PlacementPolicy)
-	}
-	return nil
 }
 
 // Node returns the named node from the cache.
