@@ -21,6 +21,14 @@ func startCaches(ctx context.Context, h fwk.Handle, gc *guardclient.Client, pool
 	if err := nsInformer.AddIndexers(namespaceIndexers); err != nil {
 		return nil, nil, fmt.Errorf("indexing namespaces: %w", err)
 	}
+	// The scheduler's pod informer carries no namespace index, and waking a
+	// tenant's pending pods lists them by namespace.
+	podInformer := factory.Core().V1().Pods().Informer()
+	if _, ok := podInformer.GetIndexer().GetIndexers()[cache.NamespaceIndex]; !ok {
+		if err := podInformer.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}); err != nil {
+			return nil, nil, fmt.Errorf("indexing pods by namespace: %w", err)
+		}
+	}
 	c := &caches{
 		poolLabel:  poolLabel,
 		namespaces: nsInformer.GetIndexer(),
