@@ -67,54 +67,104 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var served *serverTimes
 	if cfg.url == "" {
-		url, stop, err := startLoopback()
+		url, times, stop, err := startLoopback()
 		if err != nil {
 			return err
 		}
 		defer stop()
-		cfg.url = url
+		cfg.url, served = url, times
 	}
 	c, err := client.New(cfg.url, client.WithTimeout(cfg.timeout))
 	if err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "nodes\tgpus/node\trequests\tconcurrency\tbody\tp50\tp90\tp99\tmax\treq/s\tcpu/req\t")
+	fmt.Fprintln(tw, "nodes\tgpus/node\trequests\tconcurrency\tbody\tp50\tp90\tp99\tmax\treq/s\tcpu/req\tserver p50\tserver p99\t")
 	for _, n := range cfg.sizes {
-		s, err := measure(ctx, c, cfg, n)
+		s, err := measure(ctx, c, cfg, n, served)
 		if err != nil {
 			return fmt.Errorf("%d nodes: %w", n, err)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t\n", n, cfg.gpus, cfg.requests, cfg.concurrency, size(s.body),
-			s.quantile(0.50), s.quantile(0.90), s.quantile(0.99), s.took[len(s.took)-1], s.rate, s.cpu)
+		srvP50, srvP99 := "-", "-"
+		if len(s.served) > 0 {
+			srvP50, srvP99 = quantile(s.served, 0.50).String(), quantile(s.served, 0.99).String()
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t\n", n, cfg.gpus, cfg.requests, cfg.concurrency, size(s.body),
+			quantile(s.took, 0.50), quantile(s.took, 0.90), quantile(s.took, 0.99), s.took[len(s.took)-1], s.rate, s.cpu, srvP50, srvP99)
 	}
 	return tw.Flush()
 }
 
-// startLoopback serves a production evaluator on a loopback port.
-func startLoopback() (string, func(), error) {
+// startLoopback serves a production evaluator on a loopback port, timing
+// every request it handles.
+func startLoopback() (string, *serverTimes, func(), error) {
 	ev, err := evaluate.New(evaluate.Options{Profile: guard.ProfileProduction})
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	srv, err := server.New(server.Config{Evaluator: ev, MaxRequestBytes: 64 << 20})
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	times := &serverTimes{}
+	hs := &http.Server{Handler: times.wrap(srv), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
+	return "http://" + ln.Addr().String(), times, func() { _ = hs.Close() }, nil
+}
+
+// serverTimes records how long the server's handler took for each request,
+// from the request line and headers read to the answer written: the
+// evaluator's own latency, which its request duration histogram measures
+// too, without the client's encoding and decoding.
+type serverTimes struct {
+	mu   sync.Mutex
+	took []time.Duration
+}
+
+func (t *serverTimes) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t0 := time.Now()
+		h.ServeHTTP(w, r)
+		d := time.Since(t0)
+		t.mu.Lock()
+		t.took = append(t.took, d)
+		t.mu.Unlock()
+	})
+}
+
+// take waits until n requests were recorded since the last take (a handler
+// records just after its answer is written, so the client may be done
+// first), and returns their durations, sorted.
+func (t *serverTimes) take(n int) ([]time.Duration, error) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		t.mu.Lock()
+		if len(t.took) >= n || time.Now().After(deadline) {
+			out := t.took
+			t.took = nil
+			t.mu.Unlock()
+			if len(out) != n {
+				return nil, fmt.Errorf("the server handled %d requests, want %d", len(out), n)
+			}
+			slices.Sort(out)
+			return out, nil
+		}
+		t.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
 }
 
 type sample struct {
-	took []time.Duration
-	rate float64
-	body int
+	took   []time.Duration
+	served []time.Duration // the in-process server's own times, when it runs here
+	rate   float64
+	body   int
 	// cpu is the process's CPU time per request, client and in-process
 	// server together; unlike latency it does not grow when other work
 	// competes for the machine.
@@ -130,9 +180,10 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func (s *sample) quantile(q float64) time.Duration {
-	i := int(q*float64(len(s.took))+0.5) - 1
-	return s.took[max(0, min(i, len(s.took)-1))]
+// quantile of sorted durations.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
 func size(n int) string {
@@ -143,11 +194,16 @@ func size(n int) string {
 }
 
 // measure sends the warm-up and then the measured requests of one size.
-func measure(ctx context.Context, c *client.Client, cfg *config, nodes int) (*sample, error) {
+func measure(ctx context.Context, c *client.Client, cfg *config, nodes int, served *serverTimes) (*sample, error) {
 	req := benchdata.Request(nodes, cfg.gpus, time.Now())
 	body := wire.AppendRequest(nil, req)
 	for range cfg.warmup {
 		if _, err := c.Evaluate(ctx, req); err != nil {
+			return nil, err
+		}
+	}
+	if served != nil {
+		if _, err := served.take(cfg.warmup); err != nil { // forget the warm-up
 			return nil, err
 		}
 	}
@@ -187,6 +243,12 @@ feed:
 	}
 	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	slices.Sort(took)
-	return &sample{took: took, rate: float64(cfg.requests) / elapsed.Seconds(), body: len(body),
-		cpu: cpu / time.Duration(cfg.requests)}, nil
+	s := &sample{took: took, rate: float64(cfg.requests) / elapsed.Seconds(), body: len(body),
+		cpu: cpu / time.Duration(cfg.requests)}
+	if served != nil {
+		if s.served, err = served.take(cfg.requests); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }

@@ -14,7 +14,7 @@ func TestRunSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[0], "p99") {
+	if len(lines) != 3 || !strings.Contains(lines[0], "server p99") || strings.Contains(lines[1], " - ") {
 		t.Errorf("unexpected report:\n%s", out.String())
 	}
 }
