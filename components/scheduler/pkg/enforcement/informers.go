@@ -7,7 +7,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/xila-guard/xila-guard/components/scheduler/internal/guardclient"
+	"github.com/xila-guard/xila-guard/components/api/guardclient"
 )
 
 // startCaches builds the plugin's caches: the scheduler's shared informers

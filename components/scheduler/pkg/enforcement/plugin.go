@@ -17,9 +17,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/guardclient"
 	"github.com/xila-guard/xila-guard/components/api/version"
 	"github.com/xila-guard/xila-guard/components/core/client"
-	"github.com/xila-guard/xila-guard/components/scheduler/internal/guardclient"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.

@@ -9,12 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/xila-guard/xila-guard/components/api/guardclient"
 	"github.com/xila-guard/xila-guard/components/api/resolve"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/wire"
@@ -80,22 +80,26 @@ func New(cfg *rest.Config, kube kubernetes.Interface) (*Cluster, error) {
 	c.namespaces, c.nodes, c.pods = ns.GetIndexer(), nodes.GetIndexer(), pods.GetIndexer()
 	c.synced = []cache.InformerSynced{ns.HasSynced, nodes.HasSynced, pods.HasSynced}
 
-	bindingsLW, err := guardListWatch(cfg, "tenantbindings", func() runtime.Object { return &v1alpha1.TenantBindingList{} })
+	gc, err := guardclient.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	policiesLW, err := guardListWatch(cfg, "placementpolicies", func() runtime.Object { return &v1alpha1.PlacementPolicyList{} })
+	bindingsLW, binding, err := gc.ListWatch(guardclient.TenantBindings)
 	if err != nil {
 		return nil, err
 	}
-	bindings := cache.NewSharedIndexInformerWithOptions(bindingsLW, &v1alpha1.TenantBinding{}, cache.SharedIndexInformerOptions{
-		ObjectDescription: "tenantbindings",
+	policiesLW, policy, err := gc.ListWatch(guardclient.PlacementPolicies)
+	if err != nil {
+		return nil, err
+	}
+	bindings := cache.NewSharedIndexInformerWithOptions(bindingsLW, binding, cache.SharedIndexInformerOptions{
+		ObjectDescription: guardclient.TenantBindings,
 		Indexers: cache.Indexers{byNamespace: func(obj any) ([]string, error) {
 			return obj.(*v1alpha1.TenantBinding).Spec.Namespaces, nil
 		}},
 	})
-	policies := cache.NewSharedIndexInformerWithOptions(policiesLW, &v1alpha1.PlacementPolicy{}, cache.SharedIndexInformerOptions{
-		ObjectDescription: "placementpolicies",
+	policies := cache.NewSharedIndexInformerWithOptions(policiesLW, policy, cache.SharedIndexInformerOptions{
+		ObjectDescription: guardclient.PlacementPolicies,
 	})
 	c.bindings, c.policies = bindings.GetIndexer(), policies.GetIndexer()
 	c.guard = []cache.SharedIndexInformer{bindings, policies}

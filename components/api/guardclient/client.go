@@ -1,7 +1,3 @@
-// Package guardclient reads the guard.xila.us kinds from the API server as
-// typed objects: single reads that bypass every cache, and list-watches for
-// informers. It is the small part of a generated clientset the scheduler
-// needs.
 package guardclient
 
 import (
