@@ -1,6 +1,7 @@
 locals {
   chart_path   = coalesce(var.chart_path, "${path.module}/../charts/xila-guard")
   profiles_dir = coalesce(var.profiles_dir, "${path.module}/../profiles")
+  crds_dir     = var.install_crds ? coalesce(var.crds_dir, "${path.module}/../components/api/config/crd") : null
   # image.tag joins the caller's values only when image_tag is set.
   values = merge(
     var.values,
@@ -26,6 +27,7 @@ resource "xilaguard_platform" "this" {
 
   chart_path            = local.chart_path
   profiles_dir          = local.profiles_dir
+  crds_dir              = local.crds_dir
   release_name          = var.release_name
   namespace             = var.namespace
   values                = length(local.values) == 0 ? null : yamlencode(local.values)

@@ -69,6 +69,18 @@ variable "profiles_dir" {
   default     = null
 }
 
+variable "install_crds" {
+  description = "Apply the guard kinds' CustomResourceDefinitions (PlacementPolicy, TenantBinding, NodeSecurityState) before the release. They stay on destroy. False when the CRDs are managed elsewhere."
+  type        = bool
+  default     = true
+}
+
+variable "crds_dir" {
+  description = "Directory of the CRDs (install_crds only). Null uses components/api/config/crd of this repository."
+  type        = string
+  default     = null
+}
+
 variable "release_name" {
   description = "Helm release name of the platform."
   type        = string

@@ -62,6 +62,7 @@ func fromHelm(r *release.Release) *Release {
 type Client struct {
 	namespace string
 	cfg       *action.Configuration
+	getter    *clientGetter
 }
 
 // Connect checks that the cluster answers and prepares Helm for namespace.
@@ -78,7 +79,7 @@ func Connect(ctx context.Context, kc Kubeconfig, namespace string) (*Client, err
 	if err := cfg.Init(getter, namespace, "secret", func(string, ...any) {}); err != nil {
 		return nil, fmt.Errorf("preparing Helm: %w", err)
 	}
-	return &Client{namespace: namespace, cfg: cfg}, nil
+	return &Client{namespace: namespace, cfg: cfg, getter: getter}, nil
 }
 
 // Get returns the current release name, or nil when there is none.

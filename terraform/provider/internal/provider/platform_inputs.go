@@ -33,8 +33,13 @@ var (
 // validatePlatformConfig checks what can be checked from the configuration
 // alone, naming the attribute at fault.
 func validatePlatformConfig(m platformModel) (diags diag.Diagnostics) {
+	// Either may be unknown while Terraform validates (a conditional over a
+	// variable or another resource); the check then waits for the plan,
+	// where both are known.
+	known := !m.Kubeconfig.IsUnknown() && !m.KubeconfigPath.IsUnknown()
 	hasContent, hasPath := !m.Kubeconfig.IsNull(), !m.KubeconfigPath.IsNull()
 	switch {
+	case !known:
 	case hasContent && hasPath:
 		diags.AddAttributeError(path.Root("kubeconfig_path"), "Conflicting kubeconfig", "set exactly one of kubeconfig and kubeconfig_path, not both")
 	case !hasContent && !hasPath:
@@ -101,7 +106,7 @@ func kubeconfigOf(m platformModel) (platform.Kubeconfig, bool) {
 func resolve(ctx context.Context, m platformModel) (*desired, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	if m.ChartPath.IsUnknown() || m.Values.IsUnknown() || m.OrchestratorProfiles.IsUnknown() ||
-		m.Features.IsUnknown() || m.ProfilesDir.IsUnknown() || m.ReleaseName.IsUnknown() || m.Namespace.IsUnknown() {
+		m.Features.IsUnknown() || m.ProfilesDir.IsUnknown() || m.CRDsDir.IsUnknown() || m.ReleaseName.IsUnknown() || m.Namespace.IsUnknown() {
 		return nil, nil
 	}
 	if m.ChartPath.IsNull() {
@@ -112,6 +117,12 @@ func resolve(ctx context.Context, m platformModel) (*desired, diag.Diagnostics) 
 	if err != nil {
 		diags.AddAttributeError(path.Root("chart_path"), "Cannot load the chart", err.Error())
 		return nil, diags
+	}
+	var crds *platform.CRDs
+	if !m.CRDsDir.IsNull() {
+		if crds, err = platform.LoadCRDs(m.CRDsDir.ValueString()); err != nil {
+			diags.AddAttributeError(path.Root("crds_dir"), "Invalid CRDs", err.Error())
+		}
 	}
 	in := platform.Input{Values: m.Values.ValueString(), Features: map[string]bool{}}
 	names, d := stringList(ctx, m.OrchestratorProfiles)
@@ -179,6 +190,7 @@ func resolve(ctx context.Context, m platformModel) (*desired, diag.Diagnostics) 
 		chartVersion: ch.Metadata.Version,
 		chartDigest:  platform.ChartDigest(ch),
 		valuesDigest: digest,
+		crds:         crds,
 		values:       vals,
 		chart:        &platformChart{chart: ch, digest: platform.ChartDigest(ch)},
 	}, diags

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -45,6 +46,7 @@ type platformModel struct {
 	KubeContext          types.String `tfsdk:"kube_context"`
 	ChartPath            types.String `tfsdk:"chart_path"`
 	ProfilesDir          types.String `tfsdk:"profiles_dir"`
+	CRDsDir              types.String `tfsdk:"crds_dir"`
 	ReleaseName          types.String `tfsdk:"release_name"`
 	Namespace            types.String `tfsdk:"namespace"`
 	Values               types.String `tfsdk:"values"`
@@ -54,6 +56,7 @@ type platformModel struct {
 	ChartVersion         types.String `tfsdk:"chart_version"`
 	ChartDigest          types.String `tfsdk:"chart_digest"`
 	ValuesDigest         types.String `tfsdk:"values_digest"`
+	CRDsDigest           types.String `tfsdk:"crds_digest"`
 	Revision             types.Int64  `tfsdk:"revision"`
 	Status               types.String `tfsdk:"status"`
 }
@@ -91,6 +94,12 @@ func (r *platformResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Optional:    true,
 				Description: "Directory of orchestrator profiles (profiles/ in the repository); required when orchestrator_profiles is set.",
 			},
+			"crds_dir": schema.StringAttribute{
+				Optional: true,
+				Description: "Directory of the CustomResourceDefinitions the platform watches (components/api/config/crd in the repository). " +
+					"Applied server-side, and waited for until Established, before every install or upgrade; kept on destroy, " +
+					"because deleting a CRD deletes every object of its kind. Unset: the CRDs are managed outside Terraform.",
+			},
 			"release_name": schema.StringAttribute{
 				Optional: true, Computed: true, PlanModifiers: replace,
 				Default: stringdefault.StaticString(defaultRelease), Description: "Helm release name.",
@@ -124,6 +133,10 @@ func (r *platformResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Computed:    true,
 				Description: "SHA-256 of the values given to Helm (values, profiles and features together): a changed profile file, or values changed outside Terraform, show up here.",
 			},
+			"crds_digest": schema.StringAttribute{
+				Computed:    true,
+				Description: "SHA-256 of the files of crds_dir: changed CRD files show up in the plan as an update.",
+			},
 			"revision": schema.Int64Attribute{Computed: true, Description: "Helm revision of the release."},
 			"status":   schema.StringAttribute{Computed: true, Description: "Helm status of the release (deployed, failed, ...)."},
 		},
@@ -144,6 +157,7 @@ type desired struct {
 	chartVersion string
 	chartDigest  string
 	valuesDigest string
+	crds         *platform.CRDs
 	values       map[string]any
 	chart        *platformChart
 }
@@ -169,10 +183,11 @@ func (r *platformResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	plan.ChartVersion = types.StringValue(want.chartVersion)
 	plan.ChartDigest = types.StringValue(want.chartDigest)
 	plan.ValuesDigest = types.StringValue(want.valuesDigest)
+	plan.CRDsDigest = crdsDigest(want.crds)
 	if !req.State.Raw.IsNull() {
 		var state platformModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-		if !state.ChartDigest.Equal(plan.ChartDigest) || !state.ValuesDigest.Equal(plan.ValuesDigest) {
+		if !state.ChartDigest.Equal(plan.ChartDigest) || !state.ValuesDigest.Equal(plan.ValuesDigest) || !state.CRDsDigest.Equal(plan.CRDsDigest) {
 			plan.Revision = types.Int64Unknown()
 			plan.Status = types.StringUnknown()
 		}
@@ -226,6 +241,10 @@ func (r *platformResource) apply(ctx context.Context, plan platformModel, state 
 		return
 	}
 	timeout, _ := time.ParseDuration(plan.Timeout.ValueString())
+	if err := client.ApplyCRDs(ctx, want.crds, timeout); err != nil {
+		diags.AddAttributeError(path.Root("crds_dir"), "Cannot apply the CRDs", err.Error())
+		return
+	}
 	rel, err := client.Apply(ctx, want.chart.chart, name, want.values, timeout)
 	if err != nil {
 		diags.AddError("Cannot apply the xila-guard release", err.Error())
@@ -237,6 +256,7 @@ func (r *platformResource) apply(ctx context.Context, plan platformModel, state 
 	plan.ChartVersion = types.StringValue(want.chartVersion)
 	plan.ChartDigest = types.StringValue(want.chartDigest)
 	plan.ValuesDigest = types.StringValue(want.valuesDigest)
+	plan.CRDsDigest = crdsDigest(want.crds)
 	plan.Revision = types.Int64Value(int64(rel.Revision))
 	plan.Status = types.StringValue(rel.Status)
 	diags.Append(state.Set(ctx, &plan)...)
@@ -329,12 +349,21 @@ func (r *platformResource) ImportState(ctx context.Context, req resource.ImportS
 	m := platformModel{
 		ID: types.StringValue(req.ID), Kubeconfig: types.StringNull(), KubeconfigPath: types.StringValue(kubeconfig),
 		KubeContext: types.StringNull(), ChartPath: types.StringNull(), ProfilesDir: types.StringNull(),
-		ReleaseName: types.StringValue(name), Namespace: types.StringValue(ns), Values: types.StringNull(),
+		CRDsDir: types.StringNull(), CRDsDigest: types.StringNull(), ReleaseName: types.StringValue(name), Namespace: types.StringValue(ns), Values: types.StringNull(),
 		OrchestratorProfiles: types.ListNull(types.StringType), Features: types.MapNull(types.BoolType),
 		Timeout: types.StringValue(defaultPlatformTimeout), ChartVersion: types.StringNull(), ChartDigest: types.StringNull(),
 		ValuesDigest: types.StringNull(), Revision: types.Int64Null(), Status: types.StringNull(),
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// crdsDigest is the digest of crds, or null when the platform has no
+// crds_dir.
+func crdsDigest(crds *platform.CRDs) types.String {
+	if crds == nil {
+		return types.StringNull()
+	}
+	return types.StringValue(crds.Digest)
 }
 
 func addConnectError(diags *diagnostics, err error) {

@@ -88,6 +88,8 @@ func TestValidatePlatformConfig(t *testing.T) {
 		{name: "both kubeconfigs", mutate: func(m *platformModel) { m.Kubeconfig = types.StringValue("x") }, want: "kubeconfig_path: Conflicting kubeconfig"},
 		{name: "no kubeconfig", mutate: func(m *platformModel) { m.KubeconfigPath = types.StringNull() }, want: "kubeconfig: Missing kubeconfig"},
 		{name: "unknown kubeconfig is fine", mutate: func(m *platformModel) { m.KubeconfigPath = types.StringNull(); m.Kubeconfig = types.StringUnknown() }},
+		{name: "both unknown is fine", mutate: func(m *platformModel) { m.KubeconfigPath = types.StringUnknown(); m.Kubeconfig = types.StringUnknown() }},
+		{name: "unknown content and a path is fine", mutate: func(m *platformModel) { m.Kubeconfig = types.StringUnknown() }},
 		{name: "bad timeout", mutate: func(m *platformModel) { m.Timeout = types.StringValue("5 minutes") }, want: `timeout: Invalid duration: must be a positive Go duration such as "90s" or "5m", not "5 minutes"`},
 		{name: "bad release", mutate: func(m *platformModel) { m.ReleaseName = types.StringValue("Xila_Guard") }, want: "release_name: Invalid release name"},
 		{name: "bad namespace", mutate: func(m *platformModel) { m.Namespace = types.StringValue("a.b") }, want: "namespace: Invalid namespace"},
@@ -123,6 +125,8 @@ func TestResolve(t *testing.T) {
 			m.OrchestratorProfiles = list("volcano", "kai")
 			m.Features = types.MapValueMust(types.BoolType, map[string]attr.Value{"enforcement": types.BoolValue(true)})
 		}},
+		{name: "crds_dir without CRDs", mutate: func(m *platformModel) { m.CRDsDir = types.StringValue("../platform/testdata/profiles") },
+			want: "crds_dir: Invalid CRDs: ../platform/testdata/profiles/broken.yaml: want apiextensions.k8s.io/v1 CustomResourceDefinition"},
 		{name: "unknown profile", mutate: func(m *platformModel) { m.OrchestratorProfiles = list("volcano", "yunikorn") },
 			want: `orchestrator_profiles[1]: Unknown orchestrator profile: unknown orchestrator profile "yunikorn": ../platform/testdata/profiles has no yunikorn.yaml (available: broken, kai, volcano)`},
 		{name: "unknown feature", mutate: func(m *platformModel) {
