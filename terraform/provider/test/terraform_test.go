@@ -42,12 +42,13 @@ func settings(t *testing.T) env {
 	return e
 }
 
-// newWorkspace writes main.tf into a fresh directory and returns Terraform
-// initialised there against the provider mirror only.
-func newWorkspace(t *testing.T, e env, mainTF string) *tfexec.Terraform {
+// newWorkspace writes main.tf, as mainTF returns it for the directory,
+// into a fresh directory and returns Terraform initialised there against
+// the provider mirror only.
+func newWorkspace(t *testing.T, e env, mainTF func(dir string) string) *tfexec.Terraform {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(mainTF), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(mainTF(dir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tf, err := tfexec.NewTerraform(dir, filepath.Join(e.binDir, "terraform"))
@@ -71,6 +72,24 @@ func newWorkspace(t *testing.T, e env, mainTF string) *tfexec.Terraform {
 		t.Fatalf("terraform init against the mirror: %v", err)
 	}
 	return tf
+}
+
+// localSource is the module source of directory target for a
+// configuration in dir. Terraform takes only a path that starts with ./ or
+// ../ as a local module and uses it in place; an absolute path would be
+// copied under .terraform/modules, where the module's own relative paths
+// (../.., the chart, the profiles) no longer lead into the repository.
+func localSource(t *testing.T, dir, target string) string {
+	t.Helper()
+	rel, err := filepath.Rel(dir, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel = filepath.ToSlash(rel)
+	if !strings.HasPrefix(rel, "../") {
+		rel = "./" + rel
+	}
+	return rel
 }
 
 // TestTerraformDiagnostics plans configurations that are wrong in one way
@@ -115,6 +134,12 @@ current-context: c
 			want:   []string{"Unknown feature", `has no feature "no_such_feature"`},
 		},
 		{
+			// Unknown while Terraform validates the module, known at plan.
+			name:   "two kubeconfigs",
+			module: `kubeconfig = "apiVersion: v1"`,
+			want:   []string{"Resource precondition failed", "set exactly one of kubeconfig and kubeconfig_path"},
+		},
+		{
 			name:   "unreachable cluster",
 			module: `features = { enforcement = true }`,
 			want:   []string{"Cluster unreachable", "cannot reach the Kubernetes API server at https://127.0.0.1:1"},
@@ -122,13 +147,15 @@ current-context: c
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tf := newWorkspace(t, e, fmt.Sprintf(`
+			tf := newWorkspace(t, e, func(dir string) string {
+				return fmt.Sprintf(`
 module "xila_guard" {
   source          = %q
   kubeconfig_path = %q
   %s
 }
-`, filepath.Join(e.repoRoot, "terraform"), kubeconfig, tc.module))
+`, localSource(t, dir, filepath.Join(e.repoRoot, "terraform")), kubeconfig, tc.module)
+			})
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			_, err := tf.Plan(ctx)
@@ -153,7 +180,8 @@ module "xila_guard" {
 func TestTerraformLab(t *testing.T) {
 	e := settings(t)
 	cluster := fmt.Sprintf("xg-tf-%d", time.Now().Unix()%100000)
-	root := fmt.Sprintf(`
+	root := func(dir string) string {
+		return fmt.Sprintf(`
 variable "orchestrator_profiles" {
   type = list(string)
 }
@@ -173,7 +201,8 @@ output "endpoint"              { value = module.lab.endpoint }
 output "cluster_name"          { value = module.lab.cluster_name }
 output "release"               { value = module.lab.release }
 output "orchestrator_profiles" { value = module.lab.orchestrator_profiles }
-`, filepath.Join(e.repoRoot, "terraform", "examples", "lab"), cluster, e.imageTag)
+`, localSource(t, dir, filepath.Join(e.repoRoot, "terraform", "examples", "lab")), cluster, e.imageTag)
+	}
 	tf := newWorkspace(t, e, root)
 	t.Cleanup(func() {
 		// Whatever happened, leave no cluster behind.
@@ -208,6 +237,7 @@ output "orchestrator_profiles" { value = module.lab.orchestrator_profiles }
 		t.Errorf("output release = %v, want deployed revision 1 in xila-guard-system", release)
 	}
 	cs := clientFor(t, outputString(t, out, "kubeconfig"))
+	checkCRDs(t, cs)
 	checkPlatformReady(ctx, t, cs, []string{"xila-guard-core", "xila-guard-scheduler", "xila-guard-webhook"})
 	checkIntegrations(ctx, t, cs, []string{"volcano", "kai"}, []string{"kueue"})
 
@@ -319,6 +349,25 @@ func checkPlatformReady(ctx context.Context, t *testing.T, cs kubernetes.Interfa
 	for _, pre := range prefixes {
 		if !found[pre] {
 			t.Errorf("no %s pod in xila-guard-system", pre)
+		}
+	}
+}
+
+// checkCRDs checks that the apply served the guard kinds, which the
+// chart's workloads watch.
+func checkCRDs(t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	list, err := cs.Discovery().ServerResourcesForGroupVersion("guard.xila.us/v1alpha1")
+	if err != nil {
+		t.Fatalf("guard.xila.us/v1alpha1 is not served: %v", err)
+	}
+	served := map[string]bool{}
+	for _, r := range list.APIResources {
+		served[r.Name] = true
+	}
+	for _, want := range []string{"placementpolicies", "tenantbindings", "nodesecuritystates"} {
+		if !served[want] {
+			t.Errorf("guard.xila.us/v1alpha1 does not serve %s", want)
 		}
 	}
 }
