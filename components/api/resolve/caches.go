@@ -37,20 +37,14 @@ func (c Caches) Listing(namespace string) ([]*v1alpha1.TenantBinding, error) {
 
 // TenantBinding returns the named TenantBinding from the cache, or nil.
 func (c Caches) TenantBinding(name string) (*v1alpha1.TenantBinding, error) {
-	return cached[*v1alpha1.TenantBinding](c.Bindings, name), nil
+	obj, _, _ := c.Bindings.GetByKey(name)
+	b, _ := obj.(*v1alpha1.TenantBinding)
+	return b, nil
 }
 
 // PlacementPolicy returns the named PlacementPolicy from the cache, or nil.
 func (c Caches) PlacementPolicy(name string) (*v1alpha1.PlacementPolicy, error) {
-	return cached[*v1alpha1.PlacementPolicy](c.Policies, name), nil
-}
-
-func cached[T any](idx Indexer, key string) T {
-	var zero T
-	obj, ok, err := idx.GetByKey(key)
-	if err != nil || !ok {
-		return zero
-	}
-	t, _ := obj.(T)
-	return t
+	obj, _, _ := c.Policies.GetByKey(name)
+	p, _ := obj.(*v1alpha1.PlacementPolicy)
+	return p, nil
 }

@@ -34,27 +34,26 @@ func (w *world) Listing(namespace string) ([]*v1alpha1.TenantBinding, error) {
 }
 
 func (w *world) TenantBinding(name string) (*v1alpha1.TenantBinding, error) {
-	if w.bindingErr != nil {
-		return nil, w.bindingErr
-	}
-	for _, b := range w.bindings {
-		if b.Name == name {
-			return b, nil
-		}
-	}
-	return nil, nil
+	return named(w.bindings, name, w.bindingErr)
 }
 
 func (w *world) PlacementPolicy(name string) (*v1alpha1.PlacementPolicy, error) {
-	if w.policyErr != nil {
-		return nil, w.policyErr
+	return named(w.policies, name, w.policyErr)
+}
+
+// named returns the object of that name, nil when there is none, and err
+// instead when it is set.
+func named[T metav1.Object](objs []T, name string, err error) (T, error) {
+	var zero T
+	if err != nil {
+		return zero, err
 	}
-	for _, p := range w.policies {
-		if p.Name == name {
-			return p, nil
+	for _, o := range objs {
+		if o.GetName() == name {
+			return o, nil
 		}
 	}
-	return nil, nil
+	return zero, nil
 }
 
 var _ Lookup = (*world)(nil)

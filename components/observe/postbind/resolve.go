@@ -56,21 +56,21 @@ func (l reader) Listing(namespace string) ([]*v1alpha1.TenantBinding, error) {
 }
 
 func (l reader) TenantBinding(name string) (*v1alpha1.TenantBinding, error) {
-	b := &v1alpha1.TenantBinding{}
-	if err := l.r.Get(l.ctx, client.ObjectKey{Name: name}, b); apierrors.IsNotFound(err) {
-		return nil, nil
-	} else if err != nil {
-		return nil, fmt.Errorf("reading TenantBinding %s: %w", name, err)
-	}
-	return b, nil
+	return get(l, "TenantBinding", name, &v1alpha1.TenantBinding{})
 }
 
 func (l reader) PlacementPolicy(name string) (*v1alpha1.PlacementPolicy, error) {
-	p := &v1alpha1.PlacementPolicy{}
-	if err := l.r.Get(l.ctx, client.ObjectKey{Name: name}, p); apierrors.IsNotFound(err) {
-		return nil, nil
+	return get(l, "PlacementPolicy", name, &v1alpha1.PlacementPolicy{})
+}
+
+// get reads the named cluster-scoped object of the kind into obj; a
+// missing one is nil.
+func get[T client.Object](l reader, kind, name string, obj T) (T, error) {
+	var zero T
+	if err := l.r.Get(l.ctx, client.ObjectKey{Name: name}, obj); apierrors.IsNotFound(err) {
+		return zero, nil
 	} else if err != nil {
-		return nil, fmt.Errorf("reading PlacementPolicy %s: %w", name, err)
+		return zero, fmt.Errorf("reading %s %s: %w", kind, name, err)
 	}
-	return p, nil
+	return obj, nil
 }
