@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
@@ -88,7 +89,7 @@ func TestListWatch(t *testing.T) {
 	if _, ok := object.(*v1alpha1.TenantBinding); !ok {
 		t.Errorf("object is %T, want *v1alpha1.TenantBinding", object)
 	}
-	list, err := lw.List(metav1.ListOptions{ResourceVersion: "0"})
+	list, err := cache.ToListerWatcherWithContext(lw).ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
