@@ -145,13 +145,23 @@ func send(c *http.Client, url string, sc scenario) bool {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(os.Stderr, "%s: status %d, %v: %.200s\n", sc.name, resp.StatusCode, err, body)
 		return false
 	}
 	var out admissionv1.AdmissionReview
 	if json.Unmarshal(body, &out) != nil || out.Response == nil {
+		fmt.Fprintf(os.Stderr, "%s: not an admission review: %.200s\n", sc.name, body)
 		return false
 	}
-	return out.Response.Allowed == sc.allowed
+	if out.Response.Allowed != sc.allowed {
+		msg := ""
+		if out.Response.Result != nil {
+			msg = out.Response.Result.Message
+		}
+		fmt.Fprintf(os.Stderr, "%s: allowed %t, want %t: %s\n", sc.name, out.Response.Allowed, sc.allowed, msg)
+		return false
+	}
+	return true
 }
 
 // median takes, field by field, the median over runs.
