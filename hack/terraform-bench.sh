@@ -45,11 +45,14 @@ for ((i = 0; i < RUNS; i++)); do
   # -detailed-exitcode: 0 is no changes, 2 is changes (a failure here).
   t=$(now); tf plan -input=false -detailed-exitcode; plan+=("$(secs "$t")")
   t=$(now); tf destroy -auto-approve -input=false; destroy+=("$(secs "$t")")
-  # Baseline: the same cluster and release with the project's scripts and
-  # the helm CLI.
+  # Baseline: the same cluster, CRDs and release with the project's
+  # scripts, kubectl and the helm CLI.
   t=$(now)
   CLUSTER_NAME=${cluster} KIND_KUBECONFIG="${work}/kubeconfig" hack/kind-up.sh >/dev/null 2>&1
-  for c in core scheduler webhook; do "${XG_BIN}/kind" load docker-image --name "${cluster}" "xila-guard/${c}:${XG_VERSION}" >/dev/null; done
+  for c in core scheduler webhook; do "${XG_BIN}/kind" load docker-image --name "${cluster}" "xila-guard/${c}:${XG_VERSION}" >/dev/null 2>&1; done
+  "${XG_BIN}/kubectl" --kubeconfig "${work}/kubeconfig" apply --server-side -f components/api/config/crd >/dev/null
+  "${XG_BIN}/kubectl" --kubeconfig "${work}/kubeconfig" wait --for=condition=Established --timeout=60s \
+    crd/placementpolicies.guard.xila.us crd/tenantbindings.guard.xila.us crd/nodesecuritystates.guard.xila.us >/dev/null
   "${XG_BIN}/helm" --kubeconfig "${work}/kubeconfig" upgrade --install xila-guard charts/xila-guard -n xila-guard-system --create-namespace --wait --timeout 5m \
     --set enforcement.enabled=true,enforcement.profile=lab,enforcement.core.replicas=1,webhook.replicas=1,image.tag="${XG_VERSION}" \
     --set-json 'orchestratorIntegrations=[{"name":"volcano","schedulerName":"volcano","workloadSelector":{"matchExpressions":[{"key":"volcano.sh/job-name","operator":"Exists"}]}},{"name":"kai","schedulerName":"kai-scheduler","workloadSelector":{"matchExpressions":[{"key":"kai.scheduler/queue","operator":"Exists"}]}}]' >/dev/null
