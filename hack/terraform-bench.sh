@@ -58,7 +58,7 @@ for ((i = 0; i < RUNS; i++)); do
     --set-json 'orchestratorIntegrations=[{"name":"volcano","schedulerName":"volcano","workloadSelector":{"matchExpressions":[{"key":"volcano.sh/job-name","operator":"Exists"}]}},{"name":"kai","schedulerName":"kai-scheduler","workloadSelector":{"matchExpressions":[{"key":"kai.scheduler/queue","operator":"Exists"}]}}]' >/dev/null
   base_up+=("$(secs "$t")")
   t=$(now); CLUSTER_NAME=${cluster} KIND_KUBECONFIG="${work}/kubeconfig" hack/kind-down.sh >/dev/null 2>&1; base_down+=("$(secs "$t")")
-  log "run $((i + 1)): warm apply ${warm[i]} ms, plan ${plan[i]} ms, baseline up ${base_up[i]} ms"
+  log "run $((i + 1)): warm apply ${warm[i]} ms, plan ${plan[i]} ms, destroy ${destroy[-1]} ms, baseline up ${base_up[i]} ms, baseline down ${base_down[i]} ms"
 done
 if [[ ${COLD:-0} == 1 ]]; then
   printf 'apply cold (kind-image + apply): median %s ms of %s\n' "$(printf '%s\n' "${cold[@]}" | median)" "${RUNS}"
