@@ -53,8 +53,47 @@ struct peer_key {
 	__u8 addr[16];
 };
 
-/* Peer prefixes. The trie matches policy and family in full (64 bits), then
- * the address prefix: prefixlen = 64 + prefix bits. */
+/* Peer prefixes (CIDRs), one hash probe per prefix length: the address
+ * masked to prefixlen bits. */
+struct peer_cidr_key {
+	__u32 policy;
+	__u16 family;
+	__u16 prefixlen; /* 0-31 for IPv4, 0-127 for IPv6; longer ones are exact */
+	__u8 addr[16];
+};
+
+/* The prefix lengths a policy's CIDR entries use in one family, longest
+ * first, so the first hit is the longest match. Written with the
+ * generation's entries, before anything refers to the policy id. */
+#define XG_MAX_PREFIX_LENS 128
+
+struct prefix_lens_key {
+	__u32 policy;
+	__u32 family;
+};
+
+struct prefix_lens {
+	__u32 count;
+	__u8 lens[XG_MAX_PREFIX_LENS];
+};
+
+/* A copy of a policy's prefix lengths, both families, in an array the
+ * programs read without hashing: slot = policy id % XG_PREFIX_SLOTS. The
+ * agent writes a slot only while no live policy other than the one it
+ * writes maps to it, so no program reads a slot being written; a policy
+ * that finds its slot shared is read from xg_prefix_lens. */
+#define XG_PREFIX_SLOTS 8192
+
+struct prefix_slot {
+	__u32 policy; /* 0: free */
+	__u8 count[2]; /* IPv4, IPv6 */
+	__u16 _pad;
+	__u8 lens[2][XG_MAX_PREFIX_LENS];
+};
+
+/* The trie earlier versions kept peer prefixes in: prefixlen = 64 + prefix
+ * bits. The programs no longer read it; the agent moves what a previous
+ * version left there into xg_peers_cidr when it starts. */
 struct peer_lpm_key {
 	__u32 prefixlen;
 	__u32 policy;
@@ -157,6 +196,32 @@ struct {
 	__type(value, struct peer_value);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xg_peers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, struct peer_cidr_key);
+	__type(value, struct peer_value);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xg_peers_cidr SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, struct prefix_lens_key);
+	__type(value, struct prefix_lens);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xg_prefix_lens SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XG_PREFIX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct prefix_slot);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} xg_prefix_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);

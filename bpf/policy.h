@@ -4,6 +4,7 @@
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 
 #include "maps.h"
 #include "parse.h"
@@ -13,9 +14,64 @@
 #define XG_TIMEOUT_OTHER (120 * XG_SEC)
 #define XG_TIMEOUT_CLOSING (10 * XG_SEC)
 
+/* prefix_mask: the first n bits of a 64-bit half of an address, in the
+ * address's byte order. */
+static __always_inline __u64 prefix_mask(__u32 n)
+{
+	if (n == 0)
+		return 0;
+	if (n >= 64)
+		return ~0ULL;
+	return bpf_cpu_to_be64(~0ULL << (64 - n));
+}
+
+/* cidr_portset: the port set of the policy's longest prefix holding the
+ * address (a0, a1: its two halves as stored), or -1. One hash probe per
+ * prefix length the policy uses in the family, longest first; policies
+ * rarely use more than a few lengths. The lengths come from the policy's
+ * array slot, or from the hash when another policy holds the slot. A global
+ * function, so the verifier checks its loop once rather than at every call
+ * site. */
+__attribute__((noinline)) __s64 cidr_portset(__u32 policy, __u32 family, __u64 a0, __u64 a1)
+{
+	const __u8 *lens;
+	__u32 n;
+	__u32 slot = policy & (XG_PREFIX_SLOTS - 1);
+	struct prefix_slot *s = bpf_map_lookup_elem(&xg_prefix_slots, &slot);
+	if (s && s->policy == policy) {
+		__u32 fi = family == XG_FAMILY_V6;
+		n = s->count[fi];
+		lens = s->lens[fi];
+	} else {
+		struct prefix_lens_key lk = {.policy = policy, .family = family};
+		struct prefix_lens *pl = bpf_map_lookup_elem(&xg_prefix_lens, &lk);
+		if (!pl)
+			return -1;
+		n = pl->count;
+		lens = pl->lens;
+	}
+	struct peer_cidr_key k = {.policy = policy, .family = family};
+#pragma clang loop unroll(disable)
+	for (__u32 i = 0; i < XG_MAX_PREFIX_LENS; i++) {
+		if (i >= n)
+			break;
+		__u32 len = lens[i];
+		__u64 m0 = a0 & prefix_mask(len);
+		__u64 m1 = a1 & prefix_mask(len > 64 ? len - 64 : 0);
+		k.prefixlen = len;
+		__builtin_memcpy(k.addr, &m0, 8);
+		__builtin_memcpy(k.addr + 8, &m1, 8);
+		struct peer_value *v = bpf_map_lookup_elem(&xg_peers_cidr, &k);
+		if (v)
+			return v->portset;
+	}
+	return -1;
+}
+
 /* policy_allows: may a peer at addr use proto/port under the policy? The
- * exact-address hash answers pod peers in one lookup; the trie answers
- * CIDRs. Both hold flattened entries, so the first hit decides. */
+ * exact-address hash answers pod peers in one lookup; the per-length CIDR
+ * hashes answer prefixes. Both hold flattened entries, so the first hit
+ * decides. */
 static __always_inline int policy_allows(__u32 policy, __u8 family, const __u8 *addr, __u8 proto,
 					 __u16 port, int has_ports)
 {
@@ -28,14 +84,17 @@ static __always_inline int policy_allows(__u32 policy, __u8 family, const __u8 *
 	struct peer_key k = {.policy = policy, .family = family};
 	__builtin_memcpy(k.addr, addr, 16);
 	v = bpf_map_lookup_elem(&xg_peers, &k);
-	if (!v) {
-		struct peer_lpm_key lk = {.prefixlen = 64 + 128, .policy = policy, .family = family};
-		__builtin_memcpy(lk.addr, addr, 16);
-		v = bpf_map_lookup_elem(&xg_peers_lpm, &lk);
-		if (!v)
+	if (v) {
+		portset = v->portset;
+	} else {
+		__u64 a0, a1;
+		__builtin_memcpy(&a0, addr, 8);
+		__builtin_memcpy(&a1, addr + 8, 8);
+		__s64 ps = cidr_portset(policy, family, a0, a1);
+		if (ps < 0)
 			return 0;
+		portset = ps;
 	}
-	portset = v->portset;
 	if (portset == XG_PORTSET_ANY)
 		return 1;
 	if (!has_ports)

@@ -17,6 +17,8 @@ const (
 	policyDenyAll = 1 // isolated, nothing allowed; has no entries
 	firstPolicyID = 2
 
+	prefixSlots = 8192 // XG_PREFIX_SLOTS
+
 	portsetAny    = 0xffffffff
 	maxPortRanges = 32
 
@@ -47,10 +49,44 @@ func peerKey(policy uint32, a netip.Addr) bpfobj.XgPeerKey {
 	return bpfobj.XgPeerKey{Policy: policy, Family: family(a), Addr: addr16(a)}
 }
 
-// peerLPMKey: the trie matches the 64 bits of policy and family, then the
-// prefix.
-func peerLPMKey(policy uint32, p netip.Prefix) bpfobj.XgPeerLpmKey {
-	return bpfobj.XgPeerLpmKey{Prefixlen: 64 + uint32(p.Bits()), Policy: policy, Family: family(p.Addr()), Addr: addr16(p.Masked().Addr())}
+// peerCIDRKey: the prefix's masked address under its length.
+func peerCIDRKey(policy uint32, p netip.Prefix) bpfobj.XgPeerCidrKey {
+	return bpfobj.XgPeerCidrKey{Policy: policy, Family: uint16(family(p.Addr())), Prefixlen: uint16(p.Bits()), Addr: addr16(p.Masked().Addr())}
+}
+
+// prefixLens returns, per family, the lengths the keys use, longest first,
+// as the programs walk them.
+func prefixLens(policy uint32, keys []bpfobj.XgPeerCidrKey) ([]bpfobj.XgPrefixLensKey, []bpfobj.XgPrefixLens) {
+	used := map[uint32]map[uint16]bool{}
+	for _, k := range keys {
+		f := uint32(k.Family)
+		if used[f] == nil {
+			used[f] = map[uint16]bool{}
+		}
+		used[f][k.Prefixlen] = true
+	}
+	var lk []bpfobj.XgPrefixLensKey
+	var lv []bpfobj.XgPrefixLens
+	for _, f := range []uint32{familyV4, familyV6} {
+		if len(used[f]) == 0 {
+			continue
+		}
+		var v bpfobj.XgPrefixLens
+		for bits := len(v.Lens) - 1; bits >= 0; bits-- {
+			if used[f][uint16(bits)] {
+				v.Lens[v.Count] = uint8(bits)
+				v.Count++
+			}
+		}
+		lk = append(lk, bpfobj.XgPrefixLensKey{Policy: policy, Family: f})
+		lv = append(lv, v)
+	}
+	return lk, lv
+}
+
+// cidrFromLPM converts an entry of the trie earlier versions used.
+func cidrFromLPM(k bpfobj.XgPeerLpmKey) bpfobj.XgPeerCidrKey {
+	return bpfobj.XgPeerCidrKey{Policy: k.Policy, Family: uint16(k.Family), Prefixlen: uint16(k.Prefixlen - 64), Addr: k.Addr}
 }
 
 func frontendKey(p netip.Prefix) bpfobj.XgFrontendKey {

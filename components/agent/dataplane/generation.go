@@ -18,7 +18,9 @@ import (
 type generation struct {
 	id       uint32
 	exact    []bpfobj.XgPeerKey
-	lpm      []bpfobj.XgPeerLpmKey
+	cidr     []bpfobj.XgPeerCidrKey
+	lens     []bpfobj.XgPrefixLensKey
+	slot     bool // holds its array slot of prefix lengths
 	portsets []bpfobj.XgPortsetKey
 }
 
@@ -66,7 +68,7 @@ func (d *Dataplane) writeGeneration(rs rules.RuleSet) (uint32, error) {
 
 func (d *Dataplane) fill(g *generation, rs rules.RuleSet) error {
 	portsets := map[string]uint32{}
-	var exactVals []bpfobj.XgPeerValue
+	var exactVals, cidrVals []bpfobj.XgPeerValue
 	for _, e := range rs.Entries {
 		idx := uint32(portsetAny)
 		if !e.Ports.Any {
@@ -81,13 +83,49 @@ func (d *Dataplane) fill(g *generation, rs rules.RuleSet) error {
 			exactVals = append(exactVals, val)
 			continue
 		}
-		k := peerLPMKey(g.id, e.Prefix)
-		if err := d.objs.XgPeersLpm.Put(k, val); err != nil {
-			return fmt.Errorf("adding %s: %w", e.Prefix, err)
-		}
-		g.lpm = append(g.lpm, k)
+		g.cidr = append(g.cidr, peerCIDRKey(g.id, e.Prefix))
+		cidrVals = append(cidrVals, val)
 	}
-	return putAll(d.objs.XgPeers, g.exact, exactVals)
+	if err := putAll(d.objs.XgPeers, g.exact, exactVals); err != nil {
+		return err
+	}
+	if err := putAll(d.objs.XgPeersCidr, g.cidr, cidrVals); err != nil {
+		return err
+	}
+	lk, lv := prefixLens(g.id, g.cidr)
+	for i := range lk {
+		if err := d.objs.XgPrefixLens.Put(lk[i], &lv[i]); err != nil {
+			return fmt.Errorf("adding prefix lengths: %w", err)
+		}
+		g.lens = append(g.lens, lk[i])
+	}
+	return d.claimSlot(g, lk, lv)
+}
+
+// claimSlot copies the generation's prefix lengths into its array slot, so
+// the programs find them without a hash lookup, unless another live
+// generation maps to the slot. The array is written in place, so a slot is
+// only written while no program can read it: nothing refers to the new id
+// yet, and no other live id shares the slot.
+func (d *Dataplane) claimSlot(g *generation, lk []bpfobj.XgPrefixLensKey, lv []bpfobj.XgPrefixLens) error {
+	if d.slotShared(g.id) {
+		return nil
+	}
+	slot := g.id % prefixSlots
+	v := bpfobj.XgPrefixSlot{Policy: g.id}
+	for i, k := range lk {
+		fi := 0
+		if k.Family == familyV6 {
+			fi = 1
+		}
+		v.Count[fi] = uint8(lv[i].Count)
+		v.Lens[fi] = lv[i].Lens
+	}
+	if err := d.objs.XgPrefixSlots.Put(slot, &v); err != nil {
+		return fmt.Errorf("writing prefix slot: %w", err)
+	}
+	g.slot = true
+	return nil
 }
 
 // portset returns the index of ports within the generation, writing it the
@@ -175,8 +213,18 @@ func (d *Dataplane) deleteGeneration(g *generation) error {
 			}
 		}
 	}
-	for _, k := range g.lpm {
-		errs = append(errs, ignoreMissing(d.objs.XgPeersLpm.Delete(k)))
+	if len(g.cidr) > 0 {
+		if _, err := d.objs.XgPeersCidr.BatchDelete(g.cidr, nil); err != nil {
+			for _, k := range g.cidr {
+				errs = append(errs, ignoreMissing(d.objs.XgPeersCidr.Delete(k)))
+			}
+		}
+	}
+	for _, k := range g.lens {
+		errs = append(errs, ignoreMissing(d.objs.XgPrefixLens.Delete(k)))
+	}
+	if g.slot {
+		errs = append(errs, d.releaseSlot(g.id))
 	}
 	for _, k := range g.portsets {
 		errs = append(errs, ignoreMissing(d.objs.XgPortsets.Delete(k)))
@@ -205,6 +253,10 @@ func (d *Dataplane) recover() error {
 		return fmt.Errorf("reading policy id counter: %w", err)
 	}
 	d.nextID = max(counter, firstPolicyID)
+	legacy, err := d.copyLegacyPrefixes()
+	if err != nil {
+		return err
+	}
 
 	group := func(id uint32) *generation {
 		if d.gens[id] == nil {
@@ -218,10 +270,23 @@ func (d *Dataplane) recover() error {
 		g := group(pk.Policy)
 		g.exact = append(g.exact, pk)
 	}
-	var lk bpfobj.XgPeerLpmKey
-	for it := d.objs.XgPeersLpm.Iterate(); it.Next(&lk, &pv); {
+	var ck bpfobj.XgPeerCidrKey
+	for it := d.objs.XgPeersCidr.Iterate(); it.Next(&ck, &pv); {
+		g := group(ck.Policy)
+		g.cidr = append(g.cidr, ck)
+	}
+	var lk bpfobj.XgPrefixLensKey
+	var lv bpfobj.XgPrefixLens
+	for it := d.objs.XgPrefixLens.Iterate(); it.Next(&lk, &lv); {
 		g := group(lk.Policy)
-		g.lpm = append(g.lpm, lk)
+		g.lens = append(g.lens, lk)
+	}
+	var slot uint32
+	var slotVal bpfobj.XgPrefixSlot
+	for it := d.objs.XgPrefixSlots.Iterate(); it.Next(&slot, &slotVal); {
+		if slotVal.Policy != 0 {
+			group(slotVal.Policy).slot = true
+		}
 	}
 	var sk bpfobj.XgPortsetKey
 	var sv bpfobj.XgPortset
@@ -264,6 +329,9 @@ func (d *Dataplane) recover() error {
 	if err := d.adoptLinks(); err != nil {
 		return err
 	}
+	if err := d.dropLegacyPrefixes(legacy); err != nil {
+		return err
+	}
 	for _, ifindex := range gone {
 		d.mu.Lock()
 		err := d.removeLocked(ifindex)
@@ -271,6 +339,95 @@ func (d *Dataplane) recover() error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// slotShared reports whether a live generation other than id maps to id's
+// array slot; programs running with it may read the slot at any time.
+func (d *Dataplane) slotShared(id uint32) bool {
+	for other := range d.gens {
+		if other != id && other%prefixSlots == id%prefixSlots {
+			return true
+		}
+	}
+	return false
+}
+
+// releaseSlot frees the array slot of a policy id that holds it, unless a
+// live generation shares the slot (see claimSlot).
+func (d *Dataplane) releaseSlot(id uint32) error {
+	var cur bpfobj.XgPrefixSlot
+	if err := d.objs.XgPrefixSlots.Lookup(id%prefixSlots, &cur); err != nil {
+		return fmt.Errorf("reading prefix slot: %w", err)
+	}
+	if cur.Policy != id || d.slotShared(id) {
+		return nil // a stale slot is harmless: ids are never reused
+	}
+	if err := d.objs.XgPrefixSlots.Put(id%prefixSlots, &bpfobj.XgPrefixSlot{}); err != nil {
+		return fmt.Errorf("clearing prefix slot: %w", err)
+	}
+	return nil
+}
+
+// copyLegacyPrefixes copies the peer prefixes an earlier version kept in a
+// trie into the per-length hashes, with the length sets, so the generations
+// in force keep their CIDRs when the new programs take over. It returns the
+// trie's keys for dropLegacyPrefixes.
+func (d *Dataplane) copyLegacyPrefixes() ([]bpfobj.XgPeerLpmKey, error) {
+	var keys []bpfobj.XgPeerLpmKey
+	var cidr []bpfobj.XgPeerCidrKey
+	var vals []bpfobj.XgPeerValue
+	var lk bpfobj.XgPeerLpmKey
+	var v bpfobj.XgPeerValue
+	it := d.objs.XgPeersLpm.Iterate()
+	for it.Next(&lk, &v) {
+		keys = append(keys, lk)
+		cidr = append(cidr, cidrFromLPM(lk))
+		vals = append(vals, v)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading legacy peer prefixes: %w", err)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	if err := putAll(d.objs.XgPeersCidr, cidr, vals); err != nil {
+		return nil, err
+	}
+	byPolicy := map[uint32][]bpfobj.XgPeerCidrKey{}
+	for _, k := range cidr {
+		byPolicy[k.Policy] = append(byPolicy[k.Policy], k)
+	}
+	for policy, ks := range byPolicy {
+		lk, lv := prefixLens(policy, ks)
+		for i := range lk {
+			if err := d.objs.XgPrefixLens.Put(lk[i], &lv[i]); err != nil {
+				return nil, fmt.Errorf("adding prefix lengths: %w", err)
+			}
+		}
+		// A slot the policy holds would hide the lengths just added.
+		if err := d.releaseSlot(policy); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// dropLegacyPrefixes empties the trie once no program reads it any more.
+func (d *Dataplane) dropLegacyPrefixes(keys []bpfobj.XgPeerLpmKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := d.barrier.wait(); err != nil {
+		return err
+	}
+	var errs []error
+	for _, k := range keys {
+		errs = append(errs, ignoreMissing(d.objs.XgPeersLpm.Delete(k)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("deleting legacy peer prefixes: %w", err)
 	}
 	return nil
 }

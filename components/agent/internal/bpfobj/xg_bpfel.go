@@ -57,6 +57,14 @@ type XgFrontendKey struct {
 	Addr      [16]uint8
 }
 
+type XgPeerCidrKey struct {
+	_         structs.HostLayout
+	Policy    uint32
+	Family    uint16
+	Prefixlen uint16
+	Addr      [16]uint8
+}
+
 type XgPeerKey struct {
 	_      structs.HostLayout
 	Policy uint32
@@ -95,6 +103,26 @@ type XgPortsetKey struct {
 	Index  uint32
 }
 
+type XgPrefixLens struct {
+	_     structs.HostLayout
+	Count uint32
+	Lens  [128]uint8
+}
+
+type XgPrefixLensKey struct {
+	_      structs.HostLayout
+	Policy uint32
+	Family uint32
+}
+
+type XgPrefixSlot struct {
+	_      structs.HostLayout
+	Policy uint32
+	Count  [2]uint8
+	Pad    uint16
+	Lens   [2][128]uint8
+}
+
 type XgXgStat uint32
 
 const (
@@ -114,19 +142,22 @@ const (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	XgMapXgEndpoints = "xg_endpoints"
-	XgMapXgEpAddrs   = "xg_ep_addrs"
-	XgMapXgFlows     = "xg_flows"
-	XgMapXgFrontends = "xg_frontends"
-	XgMapXgPeers     = "xg_peers"
-	XgMapXgPeersLpm  = "xg_peers_lpm"
-	XgMapXgPortsets  = "xg_portsets"
-	XgMapXgState     = "xg_state"
-	XgMapXgStats     = "xg_stats"
-	XgProgXgFromPod  = "xg_from_pod"
-	XgProgXgPostNat  = "xg_post_nat"
-	XgProgXgToPod    = "xg_to_pod"
-	XgVarXgStatBtf   = "xg_stat_btf"
+	XgMapXgEndpoints   = "xg_endpoints"
+	XgMapXgEpAddrs     = "xg_ep_addrs"
+	XgMapXgFlows       = "xg_flows"
+	XgMapXgFrontends   = "xg_frontends"
+	XgMapXgPeers       = "xg_peers"
+	XgMapXgPeersCidr   = "xg_peers_cidr"
+	XgMapXgPeersLpm    = "xg_peers_lpm"
+	XgMapXgPortsets    = "xg_portsets"
+	XgMapXgPrefixLens  = "xg_prefix_lens"
+	XgMapXgPrefixSlots = "xg_prefix_slots"
+	XgMapXgState       = "xg_state"
+	XgMapXgStats       = "xg_stats"
+	XgProgXgFromPod    = "xg_from_pod"
+	XgProgXgPostNat    = "xg_post_nat"
+	XgProgXgToPod      = "xg_to_pod"
+	XgVarXgStatBtf     = "xg_stat_btf"
 )
 
 // LoadXg returns the embedded CollectionSpec for Xg.
@@ -180,15 +211,18 @@ type XgProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XgMapSpecs struct {
-	XgEndpoints *ebpf.MapSpec `ebpf:"xg_endpoints"`
-	XgEpAddrs   *ebpf.MapSpec `ebpf:"xg_ep_addrs"`
-	XgFlows     *ebpf.MapSpec `ebpf:"xg_flows"`
-	XgFrontends *ebpf.MapSpec `ebpf:"xg_frontends"`
-	XgPeers     *ebpf.MapSpec `ebpf:"xg_peers"`
-	XgPeersLpm  *ebpf.MapSpec `ebpf:"xg_peers_lpm"`
-	XgPortsets  *ebpf.MapSpec `ebpf:"xg_portsets"`
-	XgState     *ebpf.MapSpec `ebpf:"xg_state"`
-	XgStats     *ebpf.MapSpec `ebpf:"xg_stats"`
+	XgEndpoints   *ebpf.MapSpec `ebpf:"xg_endpoints"`
+	XgEpAddrs     *ebpf.MapSpec `ebpf:"xg_ep_addrs"`
+	XgFlows       *ebpf.MapSpec `ebpf:"xg_flows"`
+	XgFrontends   *ebpf.MapSpec `ebpf:"xg_frontends"`
+	XgPeers       *ebpf.MapSpec `ebpf:"xg_peers"`
+	XgPeersCidr   *ebpf.MapSpec `ebpf:"xg_peers_cidr"`
+	XgPeersLpm    *ebpf.MapSpec `ebpf:"xg_peers_lpm"`
+	XgPortsets    *ebpf.MapSpec `ebpf:"xg_portsets"`
+	XgPrefixLens  *ebpf.MapSpec `ebpf:"xg_prefix_lens"`
+	XgPrefixSlots *ebpf.MapSpec `ebpf:"xg_prefix_slots"`
+	XgState       *ebpf.MapSpec `ebpf:"xg_state"`
+	XgStats       *ebpf.MapSpec `ebpf:"xg_stats"`
 }
 
 // XgVariableSpecs contains global variables before they are loaded into the kernel.
@@ -218,15 +252,18 @@ func (o *XgObjects) Close() error {
 //
 // It can be passed to LoadXgObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XgMaps struct {
-	XgEndpoints *ebpf.Map `ebpf:"xg_endpoints"`
-	XgEpAddrs   *ebpf.Map `ebpf:"xg_ep_addrs"`
-	XgFlows     *ebpf.Map `ebpf:"xg_flows"`
-	XgFrontends *ebpf.Map `ebpf:"xg_frontends"`
-	XgPeers     *ebpf.Map `ebpf:"xg_peers"`
-	XgPeersLpm  *ebpf.Map `ebpf:"xg_peers_lpm"`
-	XgPortsets  *ebpf.Map `ebpf:"xg_portsets"`
-	XgState     *ebpf.Map `ebpf:"xg_state"`
-	XgStats     *ebpf.Map `ebpf:"xg_stats"`
+	XgEndpoints   *ebpf.Map `ebpf:"xg_endpoints"`
+	XgEpAddrs     *ebpf.Map `ebpf:"xg_ep_addrs"`
+	XgFlows       *ebpf.Map `ebpf:"xg_flows"`
+	XgFrontends   *ebpf.Map `ebpf:"xg_frontends"`
+	XgPeers       *ebpf.Map `ebpf:"xg_peers"`
+	XgPeersCidr   *ebpf.Map `ebpf:"xg_peers_cidr"`
+	XgPeersLpm    *ebpf.Map `ebpf:"xg_peers_lpm"`
+	XgPortsets    *ebpf.Map `ebpf:"xg_portsets"`
+	XgPrefixLens  *ebpf.Map `ebpf:"xg_prefix_lens"`
+	XgPrefixSlots *ebpf.Map `ebpf:"xg_prefix_slots"`
+	XgState       *ebpf.Map `ebpf:"xg_state"`
+	XgStats       *ebpf.Map `ebpf:"xg_stats"`
 }
 
 func (m *XgMaps) Close() error {
@@ -236,8 +273,11 @@ func (m *XgMaps) Close() error {
 		m.XgFlows,
 		m.XgFrontends,
 		m.XgPeers,
+		m.XgPeersCidr,
 		m.XgPeersLpm,
 		m.XgPortsets,
+		m.XgPrefixLens,
+		m.XgPrefixSlots,
 		m.XgState,
 		m.XgStats,
 	)
