@@ -57,7 +57,7 @@ kind-image: ## Build the offline kind node image $(NODE_IMAGE).
 	hack/ensure-docker.sh
 	hack/build-node-image.sh
 
-terraform-provider: ## Build the xilaguard Terraform provider into a local mirror; export TF_CLI_CONFIG_FILE=$(TF_CLI_CONFIG) to use it.
+terraform-provider: images kind-image ## Build the xilaguard Terraform provider into a local mirror the examples find, with the images the lab loads.
 	hack/build-terraform-provider.sh
 
 envtest: tools ## Assemble the envtest asset directory (kube-apiserver, etcd, kubectl).

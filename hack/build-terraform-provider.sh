@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the xilaguard Terraform provider (terraform/provider) into a local
-# filesystem mirror, _output/terraform/mirror, and writes a Terraform CLI
-# configuration that installs providers from that mirror only:
+# filesystem mirror, _output/terraform/mirror, links it into the examples,
+# and writes a Terraform CLI configuration that installs providers from that
+# mirror only, for configurations elsewhere:
 #
 #   export TF_CLI_CONFIG_FILE=$PWD/_output/terraform/terraform.rc
 #
@@ -33,5 +34,18 @@ provider_installation {
 }
 RC
 mv "${out}/terraform.rc.tmp" "${out}/terraform.rc"
-log "provider mirror: ${out}/mirror"
-log "use it with: export TF_CLI_CONFIG_FILE=${out}/terraform.rc"
+
+# The examples need no CLI configuration: with none, Terraform also looks
+# for providers in terraform.d/plugins of the directory it was started in
+# (before -chdir), so the mirror is linked there for the repository's root
+# and for each example. The lab example loads the images make images
+# tagged with this version into its cluster.
+for dir in ./ terraform/examples/*/; do
+  mkdir -p "${dir}terraform.d"
+  ln -sfn "${out}/mirror" "${dir}terraform.d/plugins"
+done
+printf '# Written by make terraform-provider: the tag of the images it built.\nimage_tag = "%s"\n' "${XG_VERSION}" \
+  >terraform/examples/lab/images.auto.tfvars
+log "provider mirror: ${out}/mirror (linked as terraform.d/plugins of each example)"
+log "lab: terraform -chdir=terraform/examples/lab init && terraform -chdir=terraform/examples/lab apply"
+log "elsewhere: export TF_CLI_CONFIG_FILE=${out}/terraform.rc"
