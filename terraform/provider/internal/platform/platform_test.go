@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
 )
 
 func TestLoadProfile(t *testing.T) {
@@ -63,14 +65,7 @@ func TestUnknownProfileErrorType(t *testing.T) {
 }
 
 func TestCompose(t *testing.T) {
-	ch, err := LoadChart("testdata/chart")
-	if err != nil {
-		t.Fatal(err)
-	}
-	volcano, err := LoadProfile("testdata/profiles", "volcano")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch, volcano := testChartAndVolcano(t)
 	tests := []struct {
 		name    string
 		in      Input
@@ -204,14 +199,7 @@ func TestDigestIgnoresNumberRepresentation(t *testing.T) {
 }
 
 func TestDecomposeInvertsCompose(t *testing.T) {
-	ch, err := LoadChart("testdata/chart")
-	if err != nil {
-		t.Fatal(err)
-	}
-	volcano, err := LoadProfile("testdata/profiles", "volcano")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch, volcano := testChartAndVolcano(t)
 	in := Input{Values: "enforcement:\n  profile: lab\n", Features: map[string]bool{"enforcement": true, "tenantRBAC": false}, Profiles: []Profile{volcano}}
 	vals, err := Compose(ch, in)
 	if err != nil {
@@ -273,4 +261,18 @@ func TestRepositoryChartAcceptsTheLab(t *testing.T) {
 			t.Errorf("manifest has no %q", want)
 		}
 	}
+}
+
+// testChartAndVolcano loads the test chart and the volcano test profile.
+func testChartAndVolcano(t *testing.T) (*chart.Chart, Profile) {
+	t.Helper()
+	ch, err := LoadChart("testdata/chart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	volcano, err := LoadProfile("testdata/profiles", "volcano")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch, volcano
 }
