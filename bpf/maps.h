@@ -30,13 +30,17 @@
 
 /* Endpoint flags. */
 #define XG_EP_ANTISPOOF 1 /* drop packets from the pod with a source it does not own */
+#define XG_EP_ADDR4 2     /* addr4 is the pod's only IPv4 address */
 
-/* Keyed by the ifindex of the pod's host-side interface. */
+/* Keyed by the ifindex of the pod's host-side interface. A pod with one
+ * IPv4 address carries it here, so that anti-spoofing checks its IPv4
+ * packets without a lookup in xg_ep_addrs. The field was padding before:
+ * the value keeps its size and older programs ignore it. */
 struct endpoint {
 	__u32 ingress_policy;
 	__u32 egress_policy;
 	__u32 flags;
-	__u32 _pad;
+	__u8 addr4[4];
 };
 
 /* The pod's own addresses, for anti-spoofing. */

@@ -29,8 +29,14 @@ char _license[] SEC("license") = "Dual BSD/GPL";
 /* source_owned: does the pod own the packet's source address? IPv6
  * link-local and unspecified sources are the link's own business (neighbour
  * discovery) and always allowed. */
-static __always_inline int source_owned(__u32 ifindex, const struct pkt *p)
+static __always_inline int source_owned(__u32 ifindex, const struct endpoint *ep, const struct pkt *p)
 {
+	if (p->family == XG_FAMILY_V4 && (ep->flags & XG_EP_ADDR4)) {
+		__u32 have, own;
+		__builtin_memcpy(&have, p->saddr, 4);
+		__builtin_memcpy(&own, ep->addr4, 4);
+		return have == own;
+	}
 	if (p->family == XG_FAMILY_V6 &&
 	    ((p->saddr[0] == 0xfe && (p->saddr[1] & 0xc0) == 0x80) ||
 	     (((__u64 *)p->saddr)[0] == 0 && ((__u64 *)p->saddr)[1] == 0)))
@@ -102,7 +108,7 @@ static __always_inline int enforce(struct __sk_buff *skb, __u8 dir)
 	/* A live flow was opened from an address the pod owns; only packets
 	 * outside one need the anti-spoofing lookup. */
 	if (!(f && f->expires > now) && dir == XG_DIR_EGRESS && (ep.flags & XG_EP_ANTISPOOF) &&
-	    !source_owned(ifindex, &p)) {
+	    !source_owned(ifindex, &ep, &p)) {
 		count(XG_STAT_SPOOFED);
 		return XG_DROP;
 	}

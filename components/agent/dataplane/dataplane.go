@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -160,10 +161,7 @@ func (d *Dataplane) install(ep Endpoint, old bpfobj.XgEndpoint, in, eg uint32) e
 	if err := d.addAddrs(ep); err != nil {
 		return err
 	}
-	val := bpfobj.XgEndpoint{IngressPolicy: in, EgressPolicy: eg}
-	if !ep.AnySource {
-		val.Flags |= flagAntiSpoof
-	}
+	val := endpointValue(ep, in, eg)
 	if err := d.objs.XgEndpoints.Put(uint32(ep.Ifindex), val); err != nil {
 		d.dropGeneration(in)
 		d.dropGeneration(eg)
@@ -171,6 +169,27 @@ func (d *Dataplane) install(ep Endpoint, old bpfobj.XgEndpoint, in, eg uint32) e
 	}
 	retireErr := d.retire(old.IngressPolicy, old.EgressPolicy)
 	return errors.Join(retireErr, d.removeStaleAddrs(ep), d.attach(ep.Ifindex))
+}
+
+// endpointValue is what the programs read for ep. A pod with exactly one
+// IPv4 address carries it in the value, which spares its IPv4 packets the
+// anti-spoofing lookup in xg_ep_addrs; every other address is found there.
+func endpointValue(ep Endpoint, in, eg uint32) bpfobj.XgEndpoint {
+	val := bpfobj.XgEndpoint{IngressPolicy: in, EgressPolicy: eg}
+	if !ep.AnySource {
+		val.Flags |= flagAntiSpoof
+	}
+	var v4 []netip.Addr
+	for _, a := range ep.Addrs {
+		if a = a.Unmap(); a.Is4() && !slices.Contains(v4, a) {
+			v4 = append(v4, a)
+		}
+	}
+	if len(v4) == 1 {
+		val.Flags |= flagAddr4
+		val.Addr4 = v4[0].As4()
+	}
+	return val
 }
 
 // Remove stops managing an interface: its programs are detached and its

@@ -23,6 +23,7 @@ const (
 	maxPortRanges = 32
 
 	flagAntiSpoof = 1
+	flagAddr4     = 2 // XG_EP_ADDR4: Addr4 holds the pod's only IPv4 address
 )
 
 func family(a netip.Addr) uint32 {

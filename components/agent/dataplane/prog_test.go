@@ -195,6 +195,42 @@ func TestProgramsAntiSpoofing(t *testing.T) {
 	runCases(t, e, []frameCase{{"any source when allowed", "out", tcpFrame("10.0.0.2", "10.9.9.9", 1, 2, packet.SYN), pass}})
 }
 
+// TestProgramsAntiSpoofingAddressChanges covers both ways a source is
+// checked: a pod's only IPv4 address is carried in its endpoint entry, and
+// every other address (IPv6, a second IPv4) is looked up in xg_ep_addrs.
+func TestProgramsAntiSpoofingAddressChanges(t *testing.T) {
+	e := newProgEnv(t)
+	ep := Endpoint{Ifindex: testIfindex, Addrs: []netip.Addr{podV4, podV6}}
+	mustApplyIn(t, e.ns, e.d, ep, rules.AllowAll, rules.AllowAll)
+	if v, _ := e.d.endpoint(testIfindex); v.Flags&flagAddr4 == 0 || netip.AddrFrom4(v.Addr4) != podV4 {
+		t.Fatalf("endpoint entry %+v does not carry %s", v, podV4)
+	}
+	runCases(t, e, []frameCase{
+		{"own v4 source", "out", tcpFrame("10.0.0.1", "10.9.9.9", 1, 2, packet.SYN), pass},
+		{"own v6 source", "out", tcpFrame("fd00::1", "fd09::9", 1, 2, packet.SYN), pass},
+		{"foreign v4 source", "out", tcpFrame("10.0.0.3", "10.9.9.9", 1, 2, packet.SYN), drop},
+	})
+
+	ep.Addrs = []netip.Addr{addr("10.0.0.3")}
+	mustApplyIn(t, e.ns, e.d, ep, rules.AllowAll, rules.AllowAll)
+	runCases(t, e, []frameCase{
+		{"new address", "out", tcpFrame("10.0.0.3", "10.9.9.9", 3, 2, packet.SYN), pass},
+		{"address the pod gave up", "out", tcpFrame("10.0.0.1", "10.9.9.9", 3, 2, packet.SYN), drop},
+		{"v6 address the pod gave up", "out", tcpFrame("fd00::1", "fd09::9", 3, 2, packet.SYN), drop},
+	})
+
+	ep.Addrs = []netip.Addr{addr("10.0.0.3"), addr("10.0.0.4")}
+	mustApplyIn(t, e.ns, e.d, ep, rules.AllowAll, rules.AllowAll)
+	if v, _ := e.d.endpoint(testIfindex); v.Flags&flagAddr4 != 0 {
+		t.Fatalf("endpoint entry %+v carries one of two IPv4 addresses", v)
+	}
+	runCases(t, e, []frameCase{
+		{"first of two v4 addresses", "out", tcpFrame("10.0.0.3", "10.9.9.9", 4, 2, packet.SYN), pass},
+		{"second of two v4 addresses", "out", tcpFrame("10.0.0.4", "10.9.9.9", 4, 2, packet.SYN), pass},
+		{"neither", "out", tcpFrame("10.0.0.5", "10.9.9.9", 4, 2, packet.SYN), drop},
+	})
+}
+
 func TestProgramsNeighbourDiscoveryUnderDenyAll(t *testing.T) {
 	e := newProgEnv(t)
 	mustApplyIn(t, e.ns, e.d, pod, rules.DenyAll, rules.DenyAll)

@@ -18,7 +18,7 @@ type XgEndpoint struct {
 	IngressPolicy uint32
 	EgressPolicy  uint32
 	Flags         uint32
-	Pad           uint32
+	Addr4         [4]uint8
 }
 
 type XgEndpointAddrKey struct {
