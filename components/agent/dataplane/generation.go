@@ -114,10 +114,7 @@ func (d *Dataplane) claimSlot(g *generation, lk []bpfobj.XgPrefixLensKey, lv []b
 	slot := g.id % prefixSlots
 	v := bpfobj.XgPrefixSlot{Policy: g.id}
 	for i, k := range lk {
-		fi := 0
-		if k.Family == familyV6 {
-			fi = 1
-		}
+		fi := familyIndex(k.Family)
 		v.Count[fi] = uint8(lv[i].Count)
 		v.Lens[fi] = lv[i].Lens
 	}
