@@ -127,23 +127,11 @@ struct portset {
 };
 
 /* Service frontends (cluster, external and load-balancer IPs, or whole
- * service CIDRs), found like peer prefixes: one hash probe per prefix
- * length in use, with the address masked to prefixlen bits. */
+ * service CIDRs): prefixlen = 32 + prefix bits. */
 struct frontend_key {
-	__u32 prefixlen; /* 0-32 for IPv4, 0-128 for IPv6 */
+	__u32 prefixlen;
 	__u32 family;
 	__u8 addr[16];
-};
-
-/* The prefix lengths the frontends use, per family. Two copies: programs
- * read the one xg_frontend_gen names, the agent rewrites the other, switches,
- * and waits for an RCU grace period before it writes again, so no program
- * ever reads a copy being written. */
-#define XG_MAX_FRONTEND_LENS 129
-
-struct frontend_lens {
-	__u8 count[2]; /* IPv4, IPv6 */
-	__u8 lens[2][XG_MAX_FRONTEND_LENS];
 };
 
 /* A tracked flow, named from the pod's side whichever way the packet goes,
@@ -257,33 +245,14 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xg_portsets SEC(".maps");
 
-/* Earlier versions kept frontends in an LPM trie named xg_frontends; the
- * agent removes its pin when it starts. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, struct frontend_key);
 	__type(value, __u8);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xg_frontend_addrs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct frontend_lens);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xg_frontend_lens SEC(".maps");
-
-/* Which copy of xg_frontend_lens is current: 0 or 1. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xg_frontend_gen SEC(".maps");
+} xg_frontends SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

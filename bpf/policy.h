@@ -115,45 +115,12 @@ static __always_inline int policy_allows(__u32 policy, __u8 family, const __u8 *
 	return 0;
 }
 
-/* frontend_match: does a frontend prefix hold the address (a0, a1: its
- * two halves as stored)? One hash probe per prefix length in use; none at
- * all when the family has no frontends. Global, like cidr_portset. */
-__attribute__((noinline)) int frontend_match(__u32 family, __u64 a0, __u64 a1)
-{
-	__u32 zero = 0;
-	__u32 *gen = bpf_map_lookup_elem(&xg_frontend_gen, &zero);
-	if (!gen)
-		return 0;
-	__u32 cur = *gen & 1;
-	struct frontend_lens *fl = bpf_map_lookup_elem(&xg_frontend_lens, &cur);
-	if (!fl)
-		return 0;
-	__u32 fi = family == XG_FAMILY_V6;
-	__u32 n = fl->count[fi];
-	struct frontend_key k = {.family = family};
-#pragma clang loop unroll(disable)
-	for (__u32 i = 0; i < XG_MAX_FRONTEND_LENS; i++) {
-		if (i >= n)
-			break;
-		__u32 len = fl->lens[fi][i];
-		__u64 m0 = a0 & prefix_mask(len);
-		__u64 m1 = a1 & prefix_mask(len > 64 ? len - 64 : 0);
-		k.prefixlen = len;
-		__builtin_memcpy(k.addr, &m0, 8);
-		__builtin_memcpy(k.addr + 8, &m1, 8);
-		if (bpf_map_lookup_elem(&xg_frontend_addrs, &k))
-			return 1;
-	}
-	return 0;
-}
-
 /* is_frontend: is addr a Service address that kube-proxy will rewrite? */
 static __always_inline int is_frontend(__u8 family, const __u8 *addr)
 {
-	__u64 a0, a1;
-	__builtin_memcpy(&a0, addr, 8);
-	__builtin_memcpy(&a1, addr + 8, 8);
-	return frontend_match(family, a0, a1);
+	struct frontend_key k = {.prefixlen = 32 + 128, .family = family};
+	__builtin_memcpy(k.addr, addr, 16);
+	return bpf_map_lookup_elem(&xg_frontends, &k) != NULL;
 }
 
 static __always_inline __u64 flow_timeout(__u8 proto, __u8 closing)

@@ -73,11 +73,6 @@ func Open(cfg Config) (*Dataplane, error) {
 	if d.barrier, err = newRCUBarrier(); err != nil {
 		return nil, err
 	}
-	// Earlier versions kept Service frontends in a trie pinned under this
-	// name. Programs still attached from then hold it until replaced.
-	if err := os.Remove(filepath.Join(cfg.PinPath, "xg_frontends")); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("removing the old frontend trie: %w", err)
-	}
 	if err := d.recover(); err != nil {
 		return nil, fmt.Errorf("recovering pinned state: %w", err)
 	}

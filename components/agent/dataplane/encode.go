@@ -24,8 +24,6 @@ const (
 
 	flagAntiSpoof = 1
 	flagAddr4     = 2 // XG_EP_ADDR4: Addr4 holds the pod's only IPv4 address
-
-	maxFrontendLens = 129 // XG_MAX_FRONTEND_LENS
 )
 
 func family(a netip.Addr) uint32 {
@@ -33,15 +31,6 @@ func family(a netip.Addr) uint32 {
 		return familyV4
 	}
 	return familyV6
-}
-
-// familyIndex is where a family's half of a two-family array is: IPv4
-// first.
-func familyIndex(f uint32) int {
-	if f == familyV6 {
-		return 1
-	}
-	return 0
 }
 
 // addr16 lays an address out as the programs do: IPv4 in the first four
@@ -102,11 +91,11 @@ func cidrFromLPM(k bpfobj.XgPeerLpmKey) bpfobj.XgPeerCidrKey {
 }
 
 func frontendKey(p netip.Prefix) bpfobj.XgFrontendKey {
-	return bpfobj.XgFrontendKey{Prefixlen: uint32(p.Bits()), Family: family(p.Addr()), Addr: addr16(p.Masked().Addr())}
+	return bpfobj.XgFrontendKey{Prefixlen: 32 + uint32(p.Bits()), Family: family(p.Addr()), Addr: addr16(p.Masked().Addr())}
 }
 
 func frontendPrefix(k bpfobj.XgFrontendKey) netip.Prefix {
-	bits := int(k.Prefixlen)
+	bits := int(k.Prefixlen) - 32
 	if k.Family == familyV4 {
 		return netip.PrefixFrom(netip.AddrFrom4([4]byte(k.Addr[:4])), bits)
 	}

@@ -4,13 +4,11 @@ package dataplane
 
 import (
 	"errors"
-	"maps"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -22,12 +20,6 @@ import (
 // SetFrontends replaces the set of Service addresses whose traffic from
 // pods is judged after DNAT. Pass compiler.Frontends and the cluster's
 // service CIDRs, so that a new Service is covered before it is seen.
-//
-// Programs find a frontend by one hash probe per prefix length in use, so
-// the set changes in an order that never hides an address that stays: the
-// new entries, then the lengths of old and new together, then the removals,
-// then the new lengths alone. Each switch of lengths waits for the programs
-// that read the previous copy.
 func (d *Dataplane) SetFrontends(prefixes []netip.Prefix) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -38,89 +30,23 @@ func (d *Dataplane) SetFrontends(prefixes []netip.Prefix) error {
 	var have []bpfobj.XgFrontendKey
 	var k bpfobj.XgFrontendKey
 	var v uint8
-	it := d.objs.XgFrontendAddrs.Iterate()
-	for it.Next(&k, &v) {
+	for it := d.objs.XgFrontends.Iterate(); it.Next(&k, &v); {
 		have = append(have, k)
 	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("listing frontends: %w", err)
-	}
-	var gone []bpfobj.XgFrontendKey
-	for _, k := range have {
-		if !want[k] {
-			gone = append(gone, k)
-		}
-	}
-	cur, err := d.frontendLens()
-	if err != nil {
-		return err
-	}
-	final := lensOf(slices.Collect(maps.Keys(want)))
-	if len(gone) == 0 && len(have) == len(want) && cur == final {
-		return nil
-	}
+	// Add before removing: an address that stays never leaves the set.
 	for k := range want {
-		if err := d.objs.XgFrontendAddrs.Put(k, uint8(1)); err != nil {
+		if err := d.objs.XgFrontends.Put(k, uint8(1)); err != nil {
 			return fmt.Errorf("adding frontend %s: %w", frontendPrefix(k), err)
 		}
 	}
-	if err := d.switchFrontendLens(lensOf(append(slices.Collect(maps.Keys(want)), have...))); err != nil {
-		return err
-	}
-	for _, k := range gone {
-		if err := d.objs.XgFrontendAddrs.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("removing frontend %s: %w", frontendPrefix(k), err)
-		}
-	}
-	return d.switchFrontendLens(final)
-}
-
-// lensOf lays out the prefix lengths keys use, per family, longest first.
-func lensOf(keys []bpfobj.XgFrontendKey) bpfobj.XgFrontendLens {
-	var used [2][maxFrontendLens]bool
-	for _, k := range keys {
-		used[familyIndex(k.Family)][k.Prefixlen] = true
-	}
-	var l bpfobj.XgFrontendLens
-	for fi := range used {
-		for n := maxFrontendLens - 1; n >= 0; n-- {
-			if used[fi][n] {
-				l.Lens[fi][l.Count[fi]] = uint8(n)
-				l.Count[fi]++
+	for _, k := range have {
+		if !want[k] {
+			if err := d.objs.XgFrontends.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return fmt.Errorf("removing frontend %s: %w", frontendPrefix(k), err)
 			}
 		}
 	}
-	return l
-}
-
-// frontendLens is the copy of the lengths programs read now.
-func (d *Dataplane) frontendLens() (bpfobj.XgFrontendLens, error) {
-	var gen uint32
-	var l bpfobj.XgFrontendLens
-	if err := d.objs.XgFrontendGen.Lookup(uint32(0), &gen); err != nil {
-		return l, fmt.Errorf("reading frontend lengths: %w", err)
-	}
-	if err := d.objs.XgFrontendLens.Lookup(gen&1, &l); err != nil {
-		return l, fmt.Errorf("reading frontend lengths: %w", err)
-	}
-	return l, nil
-}
-
-// switchFrontendLens writes l to the copy programs do not read, makes it
-// current, and waits until no program can still be reading the other.
-func (d *Dataplane) switchFrontendLens(l bpfobj.XgFrontendLens) error {
-	var gen uint32
-	if err := d.objs.XgFrontendGen.Lookup(uint32(0), &gen); err != nil {
-		return fmt.Errorf("reading frontend lengths: %w", err)
-	}
-	next := (gen + 1) & 1
-	if err := d.objs.XgFrontendLens.Put(next, &l); err != nil {
-		return fmt.Errorf("writing frontend lengths: %w", err)
-	}
-	if err := d.objs.XgFrontendGen.Put(uint32(0), next); err != nil {
-		return fmt.Errorf("switching frontend lengths: %w", err)
-	}
-	return d.barrier.wait()
+	return nil
 }
 
 // Endpoints returns the interfaces the dataplane manages.

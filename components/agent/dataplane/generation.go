@@ -114,7 +114,10 @@ func (d *Dataplane) claimSlot(g *generation, lk []bpfobj.XgPrefixLensKey, lv []b
 	slot := g.id % prefixSlots
 	v := bpfobj.XgPrefixSlot{Policy: g.id}
 	for i, k := range lk {
-		fi := familyIndex(k.Family)
+		fi := 0
+		if k.Family == familyV6 {
+			fi = 1
+		}
 		v.Count[fi] = uint8(lv[i].Count)
 		v.Lens[fi] = lv[i].Lens
 	}

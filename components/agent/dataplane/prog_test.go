@@ -5,14 +5,10 @@ package dataplane
 import (
 	"errors"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 
-	"github.com/xila-guard/xila-guard/components/agent/internal/bpfobj"
 	"github.com/xila-guard/xila-guard/components/agent/internal/netns"
 	"github.com/xila-guard/xila-guard/components/agent/internal/packet"
 	"github.com/xila-guard/xila-guard/components/agent/rules"
@@ -266,69 +262,6 @@ func TestProgramsDeferServiceAddresses(t *testing.T) {
 	}
 }
 
-// TestProgramsFrontendSetChanges changes the frontend set through several
-// prefix lengths in both families: an address is deferred exactly while a
-// prefix of the current set holds it.
-func TestProgramsFrontendSetChanges(t *testing.T) {
-	e := newProgEnv(t)
-	mustApplyIn(t, e.ns, e.d, pod, rules.DenyAll, ruleSet("10.2.0.0/16", rules.AnyPort, "fd02::/64", rules.AnyPort))
-	port := uint16(40000)
-	// deferred reports whether a new connection to dst is left for after
-	// DNAT (it passes) rather than judged now (the policy drops it).
-	check := func(step string, want map[string]bool) {
-		t.Helper()
-		for dst, deferred := range want {
-			src := "10.0.0.1"
-			if addr(dst).Is6() {
-				src = "fd00::1"
-			}
-			port++
-			verdict := e.run(t, "out", tcpFrame(src, dst, port, 80, packet.SYN))
-			if got := verdict == pass; got != deferred {
-				t.Errorf("%s: %s deferred = %t, want %t", step, dst, got, deferred)
-			}
-		}
-	}
-	set := func(prefixes ...string) {
-		t.Helper()
-		var ps []netip.Prefix
-		for _, p := range prefixes {
-			ps = append(ps, prefix(p))
-		}
-		if err := e.d.SetFrontends(ps); err != nil {
-			t.Fatal(err)
-		}
-		var k bpfobj.XgFrontendKey
-		var v uint8
-		n := 0
-		for it := e.d.objs.XgFrontendAddrs.Iterate(); it.Next(&k, &v); {
-			n++
-		}
-		if n != len(ps) {
-			t.Errorf("%d frontend entries after setting %d", n, len(ps))
-		}
-	}
-	check("no frontends", map[string]bool{"10.96.0.10": false, "fd00:96::10": false})
-
-	set("10.96.0.0/16", "192.0.2.7/32", "fd00:96::/108", "0.0.0.0/32")
-	check("first set", map[string]bool{
-		"10.96.0.10": true, "10.96.255.255": true, "10.97.0.10": false,
-		"192.0.2.7": true, "192.0.2.8": false, "0.0.0.0": true,
-		"fd00:96::10": true, "fd00:96::1:0:10": false,
-	})
-
-	set("10.100.0.0/24", "192.0.2.7/32")
-	check("second set", map[string]bool{
-		"10.96.0.10": false, "10.100.0.200": true, "10.100.1.1": false,
-		"192.0.2.7": true, "fd00:96::10": false,
-	})
-	set("10.100.0.0/24", "192.0.2.7/32") // unchanged
-	check("same set again", map[string]bool{"10.100.0.200": true, "192.0.2.7": true})
-
-	set()
-	check("empty set", map[string]bool{"10.100.0.200": false, "192.0.2.7": false})
-}
-
 func TestApplyFallsBackToDenyAll(t *testing.T) {
 	e := newProgEnv(t)
 	mustApplyIn(t, e.ns, e.d, pod, rules.AllowAll, ruleSet("10.1.0.0/16", rules.AnyPort))
@@ -381,33 +314,4 @@ func TestProgramsICMPErrorsOfTrackedFlows(t *testing.T) {
 		{"error quoting another flow", "in", icmpError("10.9.9.9", "10.0.0.1", 3, other), drop},
 		{"echo request is not an error", "in", packet.Frame{Src: addr("10.2.0.1"), Dst: podV4, Proto: packet.ICMP, ICMPType: 8}.Bytes(), drop},
 	})
-}
-
-// TestOpenRemovesTheOldFrontendTrie starts over the pins of a version that
-// kept frontends in an LPM trie named xg_frontends: Open must load, and
-// the trie's pin must go.
-func TestOpenRemovesTheOldFrontendTrie(t *testing.T) {
-	ns := netns.Add(t, netns.Prefix()+"-oldpin")
-	pin := bpffs(t)
-	if err := os.MkdirAll(pin, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	old, err := ebpf.NewMap(&ebpf.MapSpec{
-		Type: ebpf.LPMTrie, KeySize: 24, ValueSize: 1, MaxEntries: 16, Flags: unix.BPF_F_NO_PREALLOC,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
-	oldPin := filepath.Join(pin, "xg_frontends")
-	if err := old.Pin(oldPin); err != nil {
-		t.Fatal(err)
-	}
-	d := openIn(t, ns, Config{PinPath: pin})
-	if _, err := os.Stat(oldPin); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("stat %s after Open: %v, want it gone", oldPin, err)
-	}
-	if err := d.SetFrontends([]netip.Prefix{prefix("10.96.0.0/16")}); err != nil {
-		t.Fatal(err)
-	}
 }

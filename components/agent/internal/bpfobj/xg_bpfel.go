@@ -57,12 +57,6 @@ type XgFrontendKey struct {
 	Addr      [16]uint8
 }
 
-type XgFrontendLens struct {
-	_     structs.HostLayout
-	Count [2]uint8
-	Lens  [2][129]uint8
-}
-
 type XgPeerCidrKey struct {
 	_         structs.HostLayout
 	Policy    uint32
@@ -148,24 +142,22 @@ const (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	XgMapXgEndpoints     = "xg_endpoints"
-	XgMapXgEpAddrs       = "xg_ep_addrs"
-	XgMapXgFlows         = "xg_flows"
-	XgMapXgFrontendAddrs = "xg_frontend_addrs"
-	XgMapXgFrontendGen   = "xg_frontend_gen"
-	XgMapXgFrontendLens  = "xg_frontend_lens"
-	XgMapXgPeers         = "xg_peers"
-	XgMapXgPeersCidr     = "xg_peers_cidr"
-	XgMapXgPeersLpm      = "xg_peers_lpm"
-	XgMapXgPortsets      = "xg_portsets"
-	XgMapXgPrefixLens    = "xg_prefix_lens"
-	XgMapXgPrefixSlots   = "xg_prefix_slots"
-	XgMapXgState         = "xg_state"
-	XgMapXgStats         = "xg_stats"
-	XgProgXgFromPod      = "xg_from_pod"
-	XgProgXgPostNat      = "xg_post_nat"
-	XgProgXgToPod        = "xg_to_pod"
-	XgVarXgStatBtf       = "xg_stat_btf"
+	XgMapXgEndpoints   = "xg_endpoints"
+	XgMapXgEpAddrs     = "xg_ep_addrs"
+	XgMapXgFlows       = "xg_flows"
+	XgMapXgFrontends   = "xg_frontends"
+	XgMapXgPeers       = "xg_peers"
+	XgMapXgPeersCidr   = "xg_peers_cidr"
+	XgMapXgPeersLpm    = "xg_peers_lpm"
+	XgMapXgPortsets    = "xg_portsets"
+	XgMapXgPrefixLens  = "xg_prefix_lens"
+	XgMapXgPrefixSlots = "xg_prefix_slots"
+	XgMapXgState       = "xg_state"
+	XgMapXgStats       = "xg_stats"
+	XgProgXgFromPod    = "xg_from_pod"
+	XgProgXgPostNat    = "xg_post_nat"
+	XgProgXgToPod      = "xg_to_pod"
+	XgVarXgStatBtf     = "xg_stat_btf"
 )
 
 // LoadXg returns the embedded CollectionSpec for Xg.
@@ -219,20 +211,18 @@ type XgProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XgMapSpecs struct {
-	XgEndpoints     *ebpf.MapSpec `ebpf:"xg_endpoints"`
-	XgEpAddrs       *ebpf.MapSpec `ebpf:"xg_ep_addrs"`
-	XgFlows         *ebpf.MapSpec `ebpf:"xg_flows"`
-	XgFrontendAddrs *ebpf.MapSpec `ebpf:"xg_frontend_addrs"`
-	XgFrontendGen   *ebpf.MapSpec `ebpf:"xg_frontend_gen"`
-	XgFrontendLens  *ebpf.MapSpec `ebpf:"xg_frontend_lens"`
-	XgPeers         *ebpf.MapSpec `ebpf:"xg_peers"`
-	XgPeersCidr     *ebpf.MapSpec `ebpf:"xg_peers_cidr"`
-	XgPeersLpm      *ebpf.MapSpec `ebpf:"xg_peers_lpm"`
-	XgPortsets      *ebpf.MapSpec `ebpf:"xg_portsets"`
-	XgPrefixLens    *ebpf.MapSpec `ebpf:"xg_prefix_lens"`
-	XgPrefixSlots   *ebpf.MapSpec `ebpf:"xg_prefix_slots"`
-	XgState         *ebpf.MapSpec `ebpf:"xg_state"`
-	XgStats         *ebpf.MapSpec `ebpf:"xg_stats"`
+	XgEndpoints   *ebpf.MapSpec `ebpf:"xg_endpoints"`
+	XgEpAddrs     *ebpf.MapSpec `ebpf:"xg_ep_addrs"`
+	XgFlows       *ebpf.MapSpec `ebpf:"xg_flows"`
+	XgFrontends   *ebpf.MapSpec `ebpf:"xg_frontends"`
+	XgPeers       *ebpf.MapSpec `ebpf:"xg_peers"`
+	XgPeersCidr   *ebpf.MapSpec `ebpf:"xg_peers_cidr"`
+	XgPeersLpm    *ebpf.MapSpec `ebpf:"xg_peers_lpm"`
+	XgPortsets    *ebpf.MapSpec `ebpf:"xg_portsets"`
+	XgPrefixLens  *ebpf.MapSpec `ebpf:"xg_prefix_lens"`
+	XgPrefixSlots *ebpf.MapSpec `ebpf:"xg_prefix_slots"`
+	XgState       *ebpf.MapSpec `ebpf:"xg_state"`
+	XgStats       *ebpf.MapSpec `ebpf:"xg_stats"`
 }
 
 // XgVariableSpecs contains global variables before they are loaded into the kernel.
@@ -262,20 +252,18 @@ func (o *XgObjects) Close() error {
 //
 // It can be passed to LoadXgObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XgMaps struct {
-	XgEndpoints     *ebpf.Map `ebpf:"xg_endpoints"`
-	XgEpAddrs       *ebpf.Map `ebpf:"xg_ep_addrs"`
-	XgFlows         *ebpf.Map `ebpf:"xg_flows"`
-	XgFrontendAddrs *ebpf.Map `ebpf:"xg_frontend_addrs"`
-	XgFrontendGen   *ebpf.Map `ebpf:"xg_frontend_gen"`
-	XgFrontendLens  *ebpf.Map `ebpf:"xg_frontend_lens"`
-	XgPeers         *ebpf.Map `ebpf:"xg_peers"`
-	XgPeersCidr     *ebpf.Map `ebpf:"xg_peers_cidr"`
-	XgPeersLpm      *ebpf.Map `ebpf:"xg_peers_lpm"`
-	XgPortsets      *ebpf.Map `ebpf:"xg_portsets"`
-	XgPrefixLens    *ebpf.Map `ebpf:"xg_prefix_lens"`
-	XgPrefixSlots   *ebpf.Map `ebpf:"xg_prefix_slots"`
-	XgState         *ebpf.Map `ebpf:"xg_state"`
-	XgStats         *ebpf.Map `ebpf:"xg_stats"`
+	XgEndpoints   *ebpf.Map `ebpf:"xg_endpoints"`
+	XgEpAddrs     *ebpf.Map `ebpf:"xg_ep_addrs"`
+	XgFlows       *ebpf.Map `ebpf:"xg_flows"`
+	XgFrontends   *ebpf.Map `ebpf:"xg_frontends"`
+	XgPeers       *ebpf.Map `ebpf:"xg_peers"`
+	XgPeersCidr   *ebpf.Map `ebpf:"xg_peers_cidr"`
+	XgPeersLpm    *ebpf.Map `ebpf:"xg_peers_lpm"`
+	XgPortsets    *ebpf.Map `ebpf:"xg_portsets"`
+	XgPrefixLens  *ebpf.Map `ebpf:"xg_prefix_lens"`
+	XgPrefixSlots *ebpf.Map `ebpf:"xg_prefix_slots"`
+	XgState       *ebpf.Map `ebpf:"xg_state"`
+	XgStats       *ebpf.Map `ebpf:"xg_stats"`
 }
 
 func (m *XgMaps) Close() error {
@@ -283,9 +271,7 @@ func (m *XgMaps) Close() error {
 		m.XgEndpoints,
 		m.XgEpAddrs,
 		m.XgFlows,
-		m.XgFrontendAddrs,
-		m.XgFrontendGen,
-		m.XgFrontendLens,
+		m.XgFrontends,
 		m.XgPeers,
 		m.XgPeersCidr,
 		m.XgPeersLpm,
