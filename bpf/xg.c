@@ -104,7 +104,12 @@ static __always_inline int enforce(struct __sk_buff *skb, __u8 dir)
 	/* The coarse clock costs a memory read, not a clock read, and a tick of
 	 * resolution is plenty for timeouts of seconds. */
 	__u64 now = bpf_ktime_get_coarse_ns();
-	struct flow_value *f = bpf_map_lookup_elem(&xg_flows, &k);
+	/* A bare SYN opens a connection: it is never a reply, and a flow this
+	 * policy allowed would only let it pass where the policy lets it pass
+	 * anyway. So it skips the flow lookup and goes to the policy, which
+	 * tracks it afresh. */
+	int bare_syn = p.proto == XG_PROTO_TCP && (p.tcp_flags & (XG_TCP_SYN | XG_TCP_ACK)) == XG_TCP_SYN;
+	struct flow_value *f = bare_syn ? NULL : bpf_map_lookup_elem(&xg_flows, &k);
 	/* A live flow was opened from an address the pod owns; only packets
 	 * outside one need the anti-spoofing lookup. */
 	if (!(f && f->expires > now) && dir == XG_DIR_EGRESS && (ep.flags & XG_EP_ANTISPOOF) &&
@@ -122,11 +127,11 @@ static __always_inline int enforce(struct __sk_buff *skb, __u8 dir)
 				count(XG_STAT_ALLOWED);
 				return XG_PASS;
 			}
-		} else if (!(p.proto == XG_PROTO_TCP && (p.tcp_flags & (XG_TCP_SYN | XG_TCP_ACK)) == XG_TCP_SYN)) {
-			/* A reply. If the pod's policy changed since the flow was
-			 * allowed, the flow must still be allowed by the current
-			 * one: a stale entry never outlives its permission. A bare
-			 * SYN opens a connection and is never a reply. */
+		} else {
+			/* A reply (never a bare SYN, which found no flow). If the
+			 * pod's policy changed since the flow was allowed, the flow
+			 * must still be allowed by the current one: a stale entry
+			 * never outlives its permission. */
 			__u32 op = f->origin == XG_DIR_EGRESS ? ep.egress_policy : ep.ingress_policy;
 			if (f->policy == op ||
 			    policy_allows(op, p.family, f->policy_addr, p.proto, f->policy_port, p.has_ports)) {

@@ -49,6 +49,15 @@ func BenchmarkProgram(b *testing.B) {
 	d := openIn(b, ns, Config{PinPath: bpffs(b)})
 	rs := benchRuleSet()
 	mustApplyIn(b, ns, d, pod, rs, rs)
+	// Service frontends as on a node: the service CIDRs of both families
+	// and 200 load-balancer addresses. No case below sends to one.
+	frontends := []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("fd00:96::/108")}
+	for i := range 200 {
+		frontends = append(frontends, netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 51, byte(100 + i/250), byte(i % 250)}), 32))
+	}
+	if err := d.SetFrontends(frontends); err != nil {
+		b.Fatal(err)
+	}
 	peer := "10.70.102.1" // exact entry 1602: TCP 80 and 443
 	cases := []struct {
 		name  string
@@ -61,6 +70,7 @@ func BenchmarkProgram(b *testing.B) {
 		{"egress/new-flow-exact-peer-denied-port", "out", tcpFrame("10.0.0.1", peer, 40001, 444, packet.SYN), drop},
 		{"egress/new-flow-cidr-peer-denied-port", "out", tcpFrame("10.0.0.1", "172.17.3.9", 40001, 7999, packet.SYN), drop},
 		{"egress/new-flow-no-peer", "out", tcpFrame("10.0.0.1", "192.0.2.1", 40001, 80, packet.SYN), drop},
+		{"egress/new-udp-flow-cidr-peer-denied-port", "out", l4Frame(packet.UDP, "10.0.0.1", "172.17.3.9", 40001, 7999), drop},
 		{"ingress/new-flow-cidr-peer-denied-port", "in", tcpFrame("172.17.3.9", "10.0.0.1", 40001, 7999, packet.SYN), drop},
 		{"egress/udp-tracked-flow", "out", l4Frame(packet.UDP, "10.0.0.1", "10.64.1.1", 5353, 53), pass},
 	}
