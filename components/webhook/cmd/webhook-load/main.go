@@ -1,8 +1,9 @@
 // Command webhook-load measures the admission webhook's latency under load
 // on loopback: it serves the real handler over HTTPS, backed by a fixed
 // cluster and a real xila-guard-core, and sends AdmissionReviews at fixed
-// rates (open loop: a request is due at its slot whether or not earlier
-// ones have answered, and its latency counts from that slot). A baseline
+// rates (open loop: a request leaves at its slot whether or not earlier
+// ones have answered, and its latency counts from when it left; how late
+// the generator was is reported beside it). A baseline
 // handler that answers a constant review over the same TLS stack runs in
 // the same process, so the report separates the webhook's own cost from
 // the transport's.
