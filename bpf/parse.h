@@ -69,28 +69,20 @@ struct l4_hdr {
  * part holds them; the bound lets the verifier check the access. */
 #define XG_MAX_DIRECT_OFF 512
 
-/* pkt_at points at len bytes at off in the packet's linear part, or is NULL
- * when they are not all there (paged data: use bpf_skb_load_bytes). Reading
- * in place spares the helper call, which costs more than the copy. */
-static __always_inline void *pkt_at(struct __sk_buff *skb, __u32 off, __u32 len)
+/* load copies len bytes (a constant) at off into to, straight from the
+ * packet's linear part when they are all there: that spares the helper
+ * call, which costs more than the copy. Otherwise (paged data, or a packet
+ * that ends sooner) bpf_skb_load_bytes copies the first need of them. */
+static __always_inline int load(struct __sk_buff *skb, __u32 off, void *to, __u32 len, __u32 need)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 
-	if (off > XG_MAX_DIRECT_OFF || data + off + len > data_end)
-		return NULL;
-	return data + off;
-}
-
-/* load copies len bytes (a constant) at off into to. */
-static __always_inline int load(struct __sk_buff *skb, __u32 off, void *to, __u32 len)
-{
-	void *at = pkt_at(skb, off, len);
-	if (at) {
-		__builtin_memcpy(to, at, len);
+	if (off <= XG_MAX_DIRECT_OFF && data + off + len <= data_end) {
+		__builtin_memcpy(to, data + off, len);
 		return 0;
 	}
-	return bpf_skb_load_bytes(skb, off, to, len);
+	return bpf_skb_load_bytes(skb, off, to, need);
 }
 
 /* parse_l4 reads ports (or the ICMP echo id) at off. */
@@ -114,10 +106,7 @@ static __always_inline int parse_l4(struct __sk_buff *skb, __u32 off, struct pkt
 	default:
 		return 0;
 	}
-	void *at = pkt_at(skb, off, sizeof(l4));
-	if (at)
-		__builtin_memcpy(&l4, at, sizeof(l4));
-	else if (bpf_skb_load_bytes(skb, off, &l4, need))
+	if (load(skb, off, &l4, sizeof(l4), need))
 		return -1;
 	p->l4_off = off;
 	if (p->proto == XG_PROTO_ICMP || p->proto == XG_PROTO_ICMPV6) {
@@ -140,7 +129,7 @@ static __always_inline int parse_ipv4(struct __sk_buff *skb, struct pkt *p)
 	struct ipv4_hdr ip;
 	__u32 ihl;
 
-	if (load(skb, ETH_HLEN, &ip, sizeof(ip)))
+	if (load(skb, ETH_HLEN, &ip, sizeof(ip), sizeof(ip)))
 		return -1;
 	ihl = (ip.ver_ihl & 0x0f) * 4;
 	if ((ip.ver_ihl >> 4) != 4 || ihl < sizeof(ip))
@@ -164,7 +153,7 @@ static __always_inline int parse_ipv6(struct __sk_buff *skb, struct pkt *p)
 	__u32 off = ETH_HLEN + sizeof(ip);
 	__u8 next;
 
-	if (load(skb, ETH_HLEN, &ip, sizeof(ip)))
+	if (load(skb, ETH_HLEN, &ip, sizeof(ip), sizeof(ip)))
 		return -1;
 	if ((bpf_ntohl(ip.ver_tc_flow) >> 28) != 6)
 		return -1;
