@@ -34,6 +34,8 @@ type result struct {
 	// generator after their slot: the generator's own timer and CPU
 	// delays, kept out of the latencies and shown beside them.
 	lateP99 time.Duration
+	// newConns is how many connections the servers accepted meanwhile.
+	newConns int64
 	// cpu is the user plus system CPU time of this process (client and
 	// webhook, not the evaluator) per request.
 	cpu          time.Duration
@@ -65,8 +67,8 @@ func run(ctx context.Context, o options) error {
 		runtime.GOMAXPROCS(0), o.duration, o.warmup, o.runs, coreURL)
 	fmt.Printf("load average before: %s\n\n", loadavg())
 	defer func() { fmt.Printf("\nload average after: %s\n", loadavg()) }()
-	fmt.Println("| scenario | rate (req/s) | p50 | p99 | max | p99 / baseline p99 | sent late, p99 | cpu/req (client+webhook) | wrong or failed |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Println("| scenario | rate (req/s) | p50 | p99 | max | p99 / baseline p99 | sent late, p99 | new connections | cpu/req (client+webhook) | wrong or failed |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, rate := range o.rates {
 		var baseP99 time.Duration
 		for _, sc := range scenarios {
@@ -86,7 +88,7 @@ func run(ctx context.Context, o options) error {
 			if baseP99 > 0 && !sc.baseline {
 				ratio = fmt.Sprintf("%.2f×", float64(m.p99)/float64(baseP99))
 			}
-			fmt.Printf("| %s | %d | %s | %s | %s | %s | %s | %.0f µs | %d / %d |\n", sc.name, rate, ms(m.p50), ms(m.p99), ms(m.max), ratio, ms(m.lateP99),
+			fmt.Printf("| %s | %d | %s | %s | %s | %s | %s | %d | %.0f µs | %d / %d |\n", sc.name, rate, ms(m.p50), ms(m.p99), ms(m.max), ratio, ms(m.lateP99), m.newConns,
 				float64(m.cpu)/float64(time.Microsecond), m.errors, m.sent)
 		}
 	}
@@ -109,7 +111,7 @@ func load(ctx context.Context, s *servers, sc scenario, rate int, d time.Duratio
 	lat, late := make([]time.Duration, n), make([]time.Duration, n)
 	failed := make([]bool, n)
 	var wg sync.WaitGroup
-	cpu0 := cpuTime()
+	cpu0, conns0 := cpuTime(), s.conns.Load()
 	start := time.Now()
 	for i := range n {
 		due := start.Add(time.Duration(i) * interval)
@@ -129,7 +131,7 @@ func load(ctx context.Context, s *servers, sc scenario, rate int, d time.Duratio
 		}()
 	}
 	wg.Wait()
-	r := result{sent: n}
+	r := result{sent: n, newConns: s.conns.Load() - conns0}
 	if n > 0 {
 		r.cpu = (cpuTime() - cpu0) / time.Duration(n)
 	}
@@ -194,6 +196,7 @@ func median(rs []result) result {
 		lateP99: pick(func(r result) time.Duration { return r.lateP99 }),
 	}
 	for _, r := range rs {
+		out.newConns += r.newConns
 		out.sent += r.sent
 		out.errors += r.errors
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -79,6 +80,9 @@ type servers struct {
 	webhook, baseline string
 	client            *http.Client
 	close             func()
+	// conns counts the connections both servers accepted: each is a TLS
+	// handshake, which a measurement should not need once warm.
+	conns atomic.Int64
 }
 
 func startServers(coreURL string) (*servers, error) {
@@ -125,17 +129,25 @@ func startServers(coreURL string) (*servers, error) {
 		_, _ = w.Write(constant)
 	})
 	var closers []func()
+	s := &servers{}
 	serve := func(h http.Handler) (string, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return "", err
 		}
-		srv := &http.Server{Handler: h, TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}}
+		srv := &http.Server{
+			Handler:   h,
+			TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}},
+			ConnState: func(_ net.Conn, st http.ConnState) {
+				if st == http.StateNew {
+					s.conns.Add(1)
+				}
+			},
+		}
 		go func() { _ = srv.Serve(tls.NewListener(ln, srv.TLSConfig)) }()
 		closers = append(closers, func() { _ = srv.Close() })
 		return "https://" + ln.Addr().String(), nil
 	}
-	s := &servers{}
 	if s.webhook, err = serve(v.PodsHandler()); err != nil {
 		return nil, err
 	}
