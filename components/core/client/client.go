@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,42 +92,47 @@ func (c *Client) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*Eval
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	data, err := c.post(ctx, c.encode(req))
+	body := c.encode(req)
+	data, err := c.post(ctx, body)
+	body.release()
 	if err != nil {
 		return nil, err
 	}
 	// Strict decoding, except that fields added by a newer evaluator are
 	// skipped: duplicate keys or a null decision must not slip through.
-	out, err := wire.DecodeEvaluateResponse(data)
+	out, err := wire.DecodeEvaluateResponseFor(data, len(req.Nodes))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformedResponse, err)
 	}
 	return newEvaluation(req, byNode, out)
 }
 
-// encode encodes req into a buffer sized from the previous request, with a
-// margin: a buffer that falls short by a byte is copied whole into one
-// twice its size, which for thousands of nodes costs more than encoding.
-func (c *Client) encode(req *wire.EvaluateRequest) []byte {
+// encode encodes req into a recycled buffer grown to the size expected
+// from the previous request, with a margin: a buffer that falls short by a
+// byte is copied whole into one twice its size, which for thousands of
+// nodes costs more than encoding.
+func (c *Client) encode(req *wire.EvaluateRequest) *requestBody {
 	n := len(req.Nodes)
 	perNode := int(c.nodeBytes.Load())
-	body := wire.AppendRequest(make([]byte, 0, 4096+n*perNode+n*perNode/16), req)
+	body := newRequestBody()
+	body.buf = wire.AppendRequest(slices.Grow(body.buf, 4096+n*perNode+n*perNode/16), req)
 	if n >= 16 {
-		c.nodeBytes.Store(int64((len(body) + n - 1) / n))
+		c.nodeBytes.Store(int64((len(body.buf) + n - 1) / n))
 	}
 	return body
 }
 
 // post sends body and returns the body of a 200 JSON answer; every other
 // outcome is an error.
-func (c *Client) post(ctx context.Context, body []byte) (string, error) {
-	// A bytes.Reader lets the transport write the body in one piece. The
-	// buffer is not recycled: the transport may still read it after Do
-	// returns.
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+func (c *Client) post(ctx context.Context, body *requestBody) (string, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, body.reader())
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
+	// The length is known, so the body goes in one piece, not chunked; and
+	// a transport that must retry on a fresh connection reads it again.
+	hreq.ContentLength = int64(len(body.buf))
+	hreq.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
 	hreq.Header.Set("Content-Type", wire.ContentType)
 	hreq.Header.Set("Accept", wire.ContentType)
 	resp, err := c.http.Do(hreq)

@@ -73,6 +73,15 @@ func (e *Evaluator) Profile() guard.Profile { return e.profile }
 // wire.EvaluateRequest.Validate; if it has not, Evaluate still never
 // panics and never allows on facts it cannot interpret.
 func (e *Evaluator) Evaluate(req *wire.EvaluateRequest) *wire.EvaluateResponse {
+	resp := new(wire.EvaluateResponse)
+	e.EvaluateInto(req, resp)
+	return resp
+}
+
+// EvaluateInto is Evaluate writing the answer into resp, which it
+// overwrites entirely; resp's list of results is reused when it is large
+// enough, so that a server answering many requests allocates it once.
+func (e *Evaluator) EvaluateInto(req *wire.EvaluateRequest, resp *wire.EvaluateResponse) {
 	now := e.clock.Now()
 	profile := e.profile
 	switch req.Profile {
@@ -83,14 +92,17 @@ func (e *Evaluator) Evaluate(req *wire.EvaluateRequest) *wire.EvaluateResponse {
 		profile = guard.ProfileProduction
 	}
 	in := newInput(req, profile, now, e.skew)
-	resp := &wire.EvaluateResponse{
+	results := resp.Results[:0]
+	if results == nil || cap(results) < len(req.Nodes) {
+		results = make([]wire.NodeResult, 0, len(req.Nodes))
+	}
+	*resp = wire.EvaluateResponse{
 		Profile:     profile,
 		EvaluatedAt: metav1.NewTime(now),
 		Pod:         in.podVerdict(),
-		Results:     make([]wire.NodeResult, len(req.Nodes)),
+		Results:     results[:len(req.Nodes)],
 	}
 	for i := range req.Nodes {
 		resp.Results[i] = in.node(&req.Nodes[i], &resp.Pod)
 	}
-	return resp
 }

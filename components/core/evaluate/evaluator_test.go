@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -115,6 +116,33 @@ func TestEvaluateIsDeterministic(t *testing.T) {
 			first, second := e.Evaluate(req), e.Evaluate(req)
 			if diff := cmp.Diff(first, second); diff != "" {
 				t.Errorf("%s: two evaluations differ (-first +second):\n%s", tc.name, diff)
+			}
+		}
+	}
+}
+
+// TestEvaluateIntoReusesNothingStale evaluates every rule case into one
+// answer, bigger and smaller requests in turn: each answer must equal a
+// fresh evaluation, with nothing left over from the one before.
+func TestEvaluateIntoReusesNothingStale(t *testing.T) {
+	e := newEvaluator(guard.ProfileLab)
+	var resp wire.EvaluateResponse
+	size := 0
+	for _, cases := range allRuleCases() {
+		for _, tc := range cases {
+			req := request(poolNode(compliantState()))
+			if tc.req != nil {
+				tc.req(req)
+			}
+			size = (size + 2) % 4 // 0, 2 extra nodes, 0, ...
+			for i := range size {
+				extra := poolNode(compliantState())
+				extra.Name = fmt.Sprintf("extra-%d", i)
+				req.Nodes = append(req.Nodes, extra)
+			}
+			e.EvaluateInto(req, &resp)
+			if diff := cmp.Diff(e.Evaluate(req), &resp); diff != "" {
+				t.Errorf("%s: reused answer differs from a fresh one (-fresh +reused):\n%s", tc.name, diff)
 			}
 		}
 	}

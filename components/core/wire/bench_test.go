@@ -152,3 +152,22 @@ func BenchmarkDecodeResponseReflective(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRequestDecoder measures a reused decoder, as the server uses
+// it, on a body it does not copy; its baseline is
+// BenchmarkDecodeEvaluateRequest.
+func BenchmarkRequestDecoder(b *testing.B) {
+	for _, nodes := range benchSizes {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			body := string(wire.AppendRequest(nil, benchdata.Request(nodes, 8, time.Now())))
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			var d wire.RequestDecoder
+			for b.Loop() {
+				if _, err := d.Decode(body, wire.Limits{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

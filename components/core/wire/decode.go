@@ -63,11 +63,36 @@ func DecodeEvaluateRequest(body []byte, limits Limits) (*EvaluateRequest, error)
 // DecodeEvaluateRequestString is DecodeEvaluateRequest for a body held in
 // a string, which spares the copy; the request's strings share its memory.
 func DecodeEvaluateRequestString(body string, limits Limits) (*EvaluateRequest, error) {
-	req, err := decodeRequest(body)
+	var d RequestDecoder
+	return d.Decode(body, limits)
+}
+
+// A RequestDecoder decodes and validates requests as DecodeEvaluateRequest
+// does, into memory it keeps for the next request: once it has seen a
+// request of some size, decoding another of that size allocates next to
+// nothing. The request Decode returns, and every list and pointer in it,
+// belong to the decoder and are valid until its next Decode; its strings
+// share the body's memory. A RequestDecoder is not safe for concurrent
+// use; the zero value is ready.
+type RequestDecoder struct {
+	d    requestDecoder
+	seen map[string]struct{}
+}
+
+// Decode decodes and validates body. A malformed body yields a
+// *RequestError that names the offending field. Nothing of a previous
+// request survives into the result.
+func (d *RequestDecoder) Decode(body string, limits Limits) (*EvaluateRequest, error) {
+	req, err := d.d.decode(body)
 	if err != nil {
 		return nil, requestError(err)
 	}
-	if errs := req.Validate(limits); len(errs) > 0 {
+	if d.seen == nil {
+		d.seen = make(map[string]struct{}, len(req.Nodes))
+	}
+	errs := req.validate(limits, d.seen)
+	clear(d.seen)
+	if len(errs) > 0 {
 		return nil, newRequestError(errs)
 	}
 	return req, nil
@@ -101,6 +126,11 @@ func newRequestError(errs field.ErrorList) *RequestError {
 // Validate checks a decoded request: the same rules as the CRDs for the
 // policy and the evidence, plus the request's own.
 func (r *EvaluateRequest) Validate(limits Limits) field.ErrorList {
+	return r.validate(limits, make(map[string]struct{}, len(r.Nodes)))
+}
+
+// validate is Validate with an empty set to find duplicate node names.
+func (r *EvaluateRequest) validate(limits Limits, seen map[string]struct{}) field.ErrorList {
 	var errs field.ErrorList
 	if r.Profile != "" && !r.Profile.IsValid() {
 		errs = append(errs, field.NotSupported(field.NewPath("profile"), r.Profile, profileNames()))
@@ -122,7 +152,6 @@ func (r *EvaluateRequest) Validate(limits Limits) field.ErrorList {
 	if limits.MaxNodes > 0 && len(r.Nodes) > limits.MaxNodes {
 		return append(errs, field.TooMany(nodes, len(r.Nodes), limits.MaxNodes))
 	}
-	seen := make(map[string]struct{}, len(r.Nodes))
 	for i := range r.Nodes {
 		n := &r.Nodes[i]
 		errs = append(errs, validateNode(n, nodes, i)...)

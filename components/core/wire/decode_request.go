@@ -34,29 +34,55 @@ var (
 // the evidence of all nodes lives in a few large blocks rather than in
 // several small allocations per node.
 func decodeRequest(text string) (*EvaluateRequest, error) {
-	d := requestDecoder{r: strictjson.NewReader(text)}
-	var req EvaluateRequest
+	var d requestDecoder
+	return d.decode(text)
+}
+
+// requestDecoder reads requests. Values that every node has are carved
+// from blocks that grow with the request, so that a request of thousands
+// of nodes costs tens of allocations, not tens of thousands; a decoder
+// that is used again carves the next request from the same blocks, so
+// that it costs none.
+type requestDecoder struct {
+	r            *strictjson.Reader
+	req          EvaluateRequest
+	nodeBuf      []Node
+	nodesUsed    int
+	states       block[v1alpha1.NodeSecurityStateSpec]
+	tees         block[v1alpha1.TEEFacts]
+	attestations block[v1alpha1.Attestation]
+	devices      []v1alpha1.GPUDevice
+}
+
+// decode reads one request into the decoder's own memory, after clearing
+// what the previous request left there: nothing of an earlier request can
+// show through in the next.
+func (d *requestDecoder) decode(text string) (*EvaluateRequest, error) {
+	d.reset()
+	d.r = strictjson.NewReader(text)
 	if err := d.r.Begin(); err != nil {
 		return nil, err
 	}
-	if err := d.request(&req); err != nil {
+	if err := d.request(&d.req); err != nil {
 		return nil, err
 	}
 	if err := d.r.End(); err != nil {
 		return nil, err
 	}
-	return &req, nil
+	return &d.req, nil
 }
 
-// requestDecoder reads one request. Values that every node has are
-// carved from blocks that grow with the request, so that a request of
-// thousands of nodes costs tens of allocations, not tens of thousands.
-type requestDecoder struct {
-	r            *strictjson.Reader
-	states       block[v1alpha1.NodeSecurityStateSpec]
-	tees         block[v1alpha1.TEEFacts]
-	attestations block[v1alpha1.Attestation]
-	devices      []v1alpha1.GPUDevice
+// reset zeroes everything the last request used and keeps the memory.
+func (d *requestDecoder) reset() {
+	clear(d.nodeBuf[:d.nodesUsed])
+	d.nodesUsed = 0
+	d.req = EvaluateRequest{}
+	clear(d.devices)
+	d.devices = d.devices[:0]
+	d.states.reset()
+	d.tees.reset()
+	d.attestations.reset()
+	d.r = nil
 }
 
 func (d *requestDecoder) request(req *EvaluateRequest) error {
@@ -201,13 +227,22 @@ func (d *requestDecoder) confidentialComputing(cc *v1alpha1.ConfidentialComputin
 }
 
 func (d *requestDecoder) nodes(req *EvaluateRequest) error {
-	req.Nodes = nil
+	list := d.nodeBuf[:0]
 	present, err := d.r.Array(func(i int) error {
-		req.Nodes = append(req.Nodes, Node{})
-		return d.node(&req.Nodes[i])
+		list = append(list, Node{})
+		return d.node(&list[i])
 	})
-	if present && req.Nodes == nil {
+	if cap(list) > cap(d.nodeBuf) {
+		d.nodeBuf = list[:0]
+	}
+	d.nodesUsed = len(list)
+	switch {
+	case !present:
+		req.Nodes = nil
+	case list == nil:
 		req.Nodes = []Node{}
+	default:
+		req.Nodes = list
 	}
 	return err
 }
@@ -369,7 +404,8 @@ func readDuration(r *strictjson.Reader, dur **metav1.Duration) error {
 
 // readList decodes an array into the unused tail of blk, so that the lists
 // of all nodes share a few allocations; a list that outgrows the block
-// moves to a new, larger one. Null is a nil list, [] an empty one, and the
+// moves to a new one twice as large, which is the one a reused decoder
+// keeps. Null is a nil list, [] an empty one, and the
 // list's capacity ends with it, so that appending to it cannot overwrite
 // the next list.
 func readList[T any](r *strictjson.Reader, blk *[]T, list *[]T, elem func(*T) error) error {
@@ -378,7 +414,7 @@ func readList[T any](r *strictjson.Reader, blk *[]T, list *[]T, elem func(*T) er
 		b := *blk
 		if len(b) == cap(b) {
 			n := len(b) - start
-			grown := make([]T, n, min(max(2*cap(b), 2*n, 8), max(maxBlock, 2*n)))
+			grown := make([]T, n, max(2*cap(b), 2*n, 8))
 			copy(grown, b[start:])
 			b, start = grown, 0
 		}
@@ -398,21 +434,40 @@ func readList[T any](r *strictjson.Reader, blk *[]T, list *[]T, elem func(*T) er
 	return err
 }
 
-// block hands out values of T from allocations that double in size up to
-// maxBlock values, instead of one allocation per value.
+// block hands out zeroed values of T from chunks that double in size up
+// to maxBlock values, instead of one allocation per value. reset makes
+// every value handed out since the last reset zero again and available.
 type block[T any] struct {
-	free []T
-	size int
+	chunks [][]T
+	chunk  int // the chunk values are handed out from
+	used   int // values handed out from it
 }
 
 const maxBlock = 1024
 
 func (b *block[T]) next() *T {
-	if len(b.free) == 0 {
-		b.size = min(max(2*b.size, 4), maxBlock)
-		b.free = make([]T, b.size)
+	for b.chunk < len(b.chunks) && b.used == len(b.chunks[b.chunk]) {
+		b.chunk++
+		b.used = 0
 	}
-	v := &b.free[0]
-	b.free = b.free[1:]
+	if b.chunk == len(b.chunks) {
+		size := 4
+		if n := len(b.chunks); n > 0 {
+			size = min(2*len(b.chunks[n-1]), maxBlock)
+		}
+		b.chunks = append(b.chunks, make([]T, size))
+	}
+	v := &b.chunks[b.chunk][b.used]
+	b.used++
 	return v
+}
+
+func (b *block[T]) reset() {
+	for i := 0; i < b.chunk && i < len(b.chunks); i++ {
+		clear(b.chunks[i])
+	}
+	if b.chunk < len(b.chunks) {
+		clear(b.chunks[b.chunk][:b.used])
+	}
+	b.chunk, b.used = 0, 0
 }

@@ -18,7 +18,15 @@ var (
 // strictjson.Unmarshal with IgnoreUnknownFields does, which the
 // differential fuzz test FuzzTypedDecoders checks, without reflection.
 func DecodeEvaluateResponse(body string) (*EvaluateResponse, error) {
-	d := responseDecoder{r: strictjson.NewReader(body, strictjson.IgnoreUnknownFields())}
+	return DecodeEvaluateResponseFor(body, 0)
+}
+
+// DecodeEvaluateResponseFor is DecodeEvaluateResponse for an answer
+// expected to hold results for nodes nodes, which sizes the list of
+// results in one allocation; an answer with any other number of results
+// decodes all the same.
+func DecodeEvaluateResponseFor(body string, nodes int) (*EvaluateResponse, error) {
+	d := responseDecoder{r: strictjson.NewReader(body, strictjson.IgnoreUnknownFields()), expect: nodes}
 	var resp EvaluateResponse
 	if err := d.r.Begin(); err != nil {
 		return nil, err
@@ -37,6 +45,8 @@ func DecodeEvaluateResponse(body string) (*EvaluateResponse, error) {
 type responseDecoder struct {
 	r       *strictjson.Reader
 	reasons []guard.Reason
+	// expect is how many results the caller expects.
+	expect int
 }
 
 func (d *responseDecoder) response(resp *EvaluateResponse) error {
@@ -53,11 +63,17 @@ func (d *responseDecoder) response(resp *EvaluateResponse) error {
 			return d.verdict(&resp.Pod)
 		default:
 			resp.Results = nil
+			if d.expect > 0 {
+				resp.Results = make([]NodeResult, 0, d.expect)
+			}
 			present, err := r.Array(func(i int) error {
 				resp.Results = append(resp.Results, NodeResult{})
 				return d.nodeResult(&resp.Results[i])
 			})
-			if present && resp.Results == nil {
+			switch {
+			case !present:
+				resp.Results = nil
+			case resp.Results == nil:
 				resp.Results = []NodeResult{}
 			}
 			return err

@@ -39,11 +39,19 @@ func FuzzTypedDecoders(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	// reused decodes every input after the full request, and after the
+	// inputs before it: what it returns must not depend on that history.
+	var reused requestDecoder
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var want EvaluateRequest
 		wantErr := strictjson.Unmarshal(body, &want)
 		got, err := decodeRequest(string(body))
 		compare(t, "request", body, &want, wantErr, got, err)
+		if _, err := reused.decode(string(full)); err != nil {
+			t.Fatal(err)
+		}
+		got, err = reused.decode(string(body))
+		compare(t, "request (reused decoder)", body, &want, wantErr, got, err)
 
 		var wantResp EvaluateResponse
 		wantErr = strictjson.Unmarshal(body, &wantResp, strictjson.IgnoreUnknownFields())
