@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 )
@@ -49,11 +50,21 @@ func namespaceFrom(ctx context.Context) string {
 
 func clientset(t *testing.T, cfg *envconf.Config) kubernetes.Interface {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(cfg.Client().RESTConfig())
+	cs, err := kubernetes.NewForConfig(restConfig(cfg))
 	if err != nil {
 		t.Fatalf("building clientset: %v", err)
 	}
 	return cs
+}
+
+// restConfig is the cluster's client configuration without client-go's
+// default rate limit (5 requests/s, bursts of 10): a scenario that
+// relabels a dozen objects and reads them back would otherwise spend
+// seconds waiting on its own client, not on the cluster.
+func restConfig(cfg *envconf.Config) *rest.Config {
+	rc := rest.CopyConfig(cfg.Client().RESTConfig())
+	rc.QPS, rc.Burst = 200, 400
+	return rc
 }
 
 // workerNames lists the nodes that are not control planes, sorted.

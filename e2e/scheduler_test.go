@@ -281,7 +281,7 @@ func createGuardObject(ctx context.Context, t *testing.T, dyn dynamic.Interface,
 
 func dynamicClientFor(t *testing.T, cfg *envconf.Config) dynamic.Interface {
 	t.Helper()
-	dyn, err := dynamic.NewForConfig(cfg.Client().RESTConfig())
+	dyn, err := dynamic.NewForConfig(restConfig(cfg))
 	if err != nil {
 		t.Fatalf("building a dynamic client: %v", err)
 	}
