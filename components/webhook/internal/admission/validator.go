@@ -35,6 +35,9 @@ func New(cfg Config) (*Validator, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Evaluator != nil {
+		cfg.Evaluator = newCoalescer(cfg.Evaluator)
+	}
 	return &Validator{cfg: cfg, log: log}, nil
 }
 
