@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/internal/benchdata"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
@@ -145,6 +147,40 @@ func TestEvaluateIntoReusesNothingStale(t *testing.T) {
 				t.Errorf("%s: reused answer differs from a fresh one (-fresh +reused):\n%s", tc.name, diff)
 			}
 		}
+	}
+}
+
+// TestEvaluateInParallel decides a large request with mixed answers on
+// several CPUs and one at a time: the answers must be identical.
+func TestEvaluateInParallel(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Logf("GOMAXPROCS is %d; raising it to 4 for this test", runtime.GOMAXPROCS(0))
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	}
+	e := newEvaluator(guard.ProfileLab)
+	req := benchdata.Request(3001, 2, now)
+	// Every seventh node in another pool, every eleventh without evidence.
+	for i := range req.Nodes {
+		switch {
+		case i%7 == 0:
+			req.Nodes[i].Pool = "other"
+		case i%11 == 0:
+			req.Nodes[i].State = nil
+		}
+	}
+	parallel := e.Evaluate(req)
+	defer func(n int) { parallelNodes = n }(parallelNodes)
+	parallelNodes = len(req.Nodes) + 1
+	sequential := e.Evaluate(req)
+	if diff := cmp.Diff(sequential, parallel); diff != "" {
+		t.Fatalf("parallel answer differs (-sequential +parallel):\n%s", diff)
+	}
+	decisions := map[guard.Decision]int{}
+	for _, r := range parallel.Results {
+		decisions[r.Decision]++
+	}
+	if decisions[guard.DecisionAllow] == 0 || decisions[guard.DecisionDeny] == 0 || decisions[guard.DecisionIndeterminate] == 0 {
+		t.Fatalf("want allows, denials and indeterminate answers, got %v", decisions)
 	}
 }
 

@@ -1,6 +1,9 @@
 package wire
 
 import (
+	"runtime"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -52,6 +55,13 @@ type requestDecoder struct {
 	tees         block[v1alpha1.TEEFacts]
 	attestations block[v1alpha1.Attestation]
 	devices      []v1alpha1.GPUDevice
+
+	// text is the request being decoded.
+	text string
+	// tail decodes the second half of a long list of nodes; see nodes.
+	tail *requestDecoder
+	// handOffs counts the lists whose second half tail decoded.
+	handOffs int
 }
 
 // decode reads one request into the decoder's own memory, after clearing
@@ -59,6 +69,7 @@ type requestDecoder struct {
 // show through in the next.
 func (d *requestDecoder) decode(text string) (*EvaluateRequest, error) {
 	d.reset()
+	d.text = text
 	d.r = strictjson.NewReader(text)
 	if err := d.r.Begin(); err != nil {
 		return nil, err
@@ -83,6 +94,10 @@ func (d *requestDecoder) reset() {
 	d.tees.reset()
 	d.attestations.reset()
 	d.r = nil
+	d.text = ""
+	if d.tail != nil {
+		d.tail.reset()
+	}
 }
 
 func (d *requestDecoder) request(req *EvaluateRequest) error {
@@ -228,10 +243,43 @@ func (d *requestDecoder) confidentialComputing(cc *v1alpha1.ConfidentialComputin
 
 func (d *requestDecoder) nodes(req *EvaluateRequest) error {
 	list := d.nodeBuf[:0]
-	present, err := d.r.Array(func(i int) error {
+	elem := func(i int) error {
 		list = append(list, Node{})
 		return d.node(&list[i])
-	})
+	}
+	var present bool
+	var err error
+	if at := d.splitAt(); at < 0 {
+		present, err = d.r.Array(elem)
+	} else {
+		// The second half of a long list is decoded on another CPU
+		// meanwhile, into a decoder of its own. Its work is used only if
+		// this decoder, reading in order, arrives exactly where it began,
+		// at the start of an element; otherwise, or if it failed, this
+		// decoder reads on by itself and reports what it finds there.
+		if d.tail == nil {
+			d.tail = new(requestDecoder)
+		}
+		t := d.tail
+		t.reset()
+		done := make(chan struct{})
+		var end int
+		var tailErr error
+		go func() {
+			defer close(done)
+			end, tailErr = t.elements(d.text, at)
+		}()
+		present, err = d.r.ArrayHandOff(at, elem, func(int) (int, bool) {
+			<-done
+			if tailErr != nil {
+				return 0, false
+			}
+			list = append(list, t.nodeBuf[:t.nodesUsed]...)
+			d.handOffs++
+			return end, true
+		})
+		<-done
+	}
 	if cap(list) > cap(d.nodeBuf) {
 		d.nodeBuf = list[:0]
 	}
@@ -245,6 +293,58 @@ func (d *requestDecoder) nodes(req *EvaluateRequest) error {
 		req.Nodes = list
 	}
 	return err
+}
+
+// parallelBytes is how long the rest of a request must be where its list
+// of nodes begins for the second half of the list to be decoded on
+// another CPU: about 500 nodes.
+var parallelBytes = 256 << 10
+
+// splitAt returns where, about halfway through the rest of the request,
+// an element of the list of nodes may begin: the "{" of a "},{" followed
+// by a node's field. In a valid document such a "{" always begins an
+// object in a list, but not necessarily in the list of nodes, which the
+// hand-off in nodes checks. It returns -1 when the request is too short
+// to be worth it, or no such place is found.
+func (d *requestDecoder) splitAt() int {
+	pos := d.r.Pos()
+	rest := len(d.text) - pos
+	if rest < parallelBytes || runtime.GOMAXPROCS(0) < 2 {
+		return -1
+	}
+	from := pos + rest/2
+	for range 64 {
+		i := strings.Index(d.text[from:], `},{"`)
+		if i < 0 {
+			return -1
+		}
+		at := from + i + 2
+		key := d.text[at+2:]
+		for _, name := range nodeFields.Names() {
+			if strings.HasPrefix(key, name) && strings.HasPrefix(key[len(name):], `":`) {
+				return at
+			}
+		}
+		from = at
+	}
+	return -1
+}
+
+// elements decodes nodes from offset at of text, the start of an element
+// of the list of nodes, to the end of the list, and returns the offset
+// after its closing bracket.
+func (d *requestDecoder) elements(text string, at int) (int, error) {
+	d.r = strictjson.NewReaderAt(text, at, 1)
+	list := d.nodeBuf[:0]
+	end, err := d.r.Elements(func(i int) error {
+		list = append(list, Node{})
+		return d.node(&list[i])
+	})
+	if cap(list) > cap(d.nodeBuf) {
+		d.nodeBuf = list[:0]
+	}
+	d.nodesUsed = len(list)
+	return end, err
 }
 
 func (d *requestDecoder) node(n *Node) error {

@@ -20,7 +20,11 @@ import (
 // both accept and build the same value, down to nil versus empty lists and
 // the time zone of timestamps. The reflective decoder is in turn checked
 // against encoding/json by strictjson's FuzzUnmarshal.
+//
+// Every list of nodes is a candidate for decoding in two halves here, so
+// that the fuzzer also checks that path against the reflective decoder.
 func FuzzTypedDecoders(f *testing.F) {
+	withParallel(f)
 	full, _ := json.Marshal(fullRequest())
 	f.Add(full)
 	answer, _ := json.Marshal(fullResponse())

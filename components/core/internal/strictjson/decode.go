@@ -56,12 +56,17 @@ func (d *decoder) object(fields *Fields, member func(i int) error) error {
 		return nil
 	}
 	var seen uint64
+	expect := 0 // members usually come in the order of the struct
 	for {
 		key, err := d.key()
 		if err != nil {
 			return err
 		}
-		i := fields.index(key)
+		i := expect
+		if i >= len(fields.names) || fields.names[i] != key {
+			i = fields.index(key)
+		}
+		expect = i + 1
 		if i < 0 {
 			if err := d.unknownField(key, fields); err != nil {
 				return err

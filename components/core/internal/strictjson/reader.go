@@ -82,6 +82,18 @@ func (r *Reader) Object(fields *Fields, member func(i int) error) error {
 // index on the path. It returns false for null, which Unmarshal decodes as
 // a nil slice; an empty array is an empty, non-nil slice.
 func (r *Reader) Array(elem func(i int) error) (bool, error) {
+	return r.ArrayHandOff(-1, elem, nil)
+}
+
+// ArrayHandOff is Array for an array whose later elements another Reader
+// may have decoded meanwhile, from offset at on (see Elements). Elements
+// before at are read with elem. When an element starts exactly at at,
+// handOff is called with its index: if it returns true, the other Reader
+// has read that element, the rest and the closing bracket, and this
+// Reader goes on at end. Otherwise, and whenever no element starts at at,
+// this Reader reads the rest itself, so that the outcome is always what
+// Array would have read.
+func (r *Reader) ArrayHandOff(at int, elem func(i int) error, handOff func(i int) (end int, ok bool)) (bool, error) {
 	d := &r.d
 	switch d.peek() {
 	case 'n':
@@ -96,6 +108,12 @@ func (r *Reader) Array(elem func(i int) error) (bool, error) {
 		return true, nil
 	}
 	for n := 0; ; n++ {
+		if d.pos == at {
+			if end, ok := handOff(n); ok {
+				d.pos = end
+				return true, nil
+			}
+		}
 		if err := d.push(step{index: n}); err != nil {
 			return true, err
 		}
@@ -108,6 +126,41 @@ func (r *Reader) Array(elem func(i int) error) (bool, error) {
 		}
 	}
 }
+
+// NewReaderAt returns a Reader at offset at of text, for Elements: at is
+// where an element of an array starts, depth how deeply that array is
+// nested, so that the nesting limit applies as it would to a Reader that
+// had come from the start. Errors name paths relative to the array.
+func NewReaderAt(text string, at, depth int, opts ...Option) *Reader {
+	r := NewReader(text, opts...)
+	r.d.pos = at
+	for range depth {
+		r.d.path = append(r.d.path, step{name: "-"})
+	}
+	return r
+}
+
+// Elements reads the elements of an array from the Reader's position,
+// which is the start of one, calling elem with 0 for the first read, up
+// to and including the closing bracket, and returns the offset after it.
+func (r *Reader) Elements(elem func(i int) error) (int, error) {
+	d := &r.d
+	for n := 0; ; n++ {
+		if err := d.push(step{index: n}); err != nil {
+			return 0, err
+		}
+		if err := elem(n); err != nil {
+			return 0, err
+		}
+		d.pop()
+		if done, err := d.next(']', "an element"); done || err != nil {
+			return d.pos, err
+		}
+	}
+}
+
+// Pos returns the Reader's offset in the document.
+func (r *Reader) Pos() int { return r.d.pos }
 
 // Null consumes null and reports true when the next value is null, as a
 // pointer, slice or map field allows; for any other value it consumes

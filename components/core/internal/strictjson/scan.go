@@ -20,6 +20,11 @@ func (d *decoder) skipSpace() {
 // peek returns the next non-space byte without consuming it, or 0 at the
 // end of the document.
 func (d *decoder) peek() byte {
+	// Compact documents, as every encoder here writes them, have no space
+	// between tokens: the first byte is the common answer.
+	if d.pos < len(d.data) && d.data[d.pos] > ' ' {
+		return d.data[d.pos]
+	}
 	d.skipSpace()
 	if d.pos == len(d.data) {
 		return 0
