@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the API's deepcopy functions and CRDs from the kubebuilder
-# markers in components/api/v1alpha1. `make verify` runs it and fails when the
+# markers in components/api/v1alpha1, and the chart's copy of the CRDs. `make verify` runs it and fails when the
 # committed output differs.
 set -o errexit -o nounset -o pipefail
 
@@ -16,3 +16,9 @@ log "controller-gen: deepcopy"
 log "controller-gen: CRDs into components/api/config/crd"
 rm -f config/crd/*.yaml
 "${CONTROLLER_GEN}" crd paths=./v1alpha1/... output:crd:artifacts:config=config/crd
+# The chart carries the same CRDs in crds/, which Helm installs before the
+# templates on a first install (and never upgrades or deletes).
+log "CRDs into charts/xila-guard/crds"
+rm -rf "${REPO_ROOT}/charts/xila-guard/crds"
+mkdir -p "${REPO_ROOT}/charts/xila-guard/crds"
+cp config/crd/*.yaml "${REPO_ROOT}/charts/xila-guard/crds/"

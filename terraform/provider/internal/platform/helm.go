@@ -109,6 +109,9 @@ func (c *Client) Apply(ctx context.Context, ch *chart.Chart, name string, vals m
 		inst.ReleaseName = name
 		inst.Namespace = c.namespace
 		inst.CreateNamespace = true
+		// The provider applies and owns the CRDs itself (ApplyCRDs), so
+		// the copy in the chart's crds/ is left alone.
+		inst.SkipCRDs = true
 		inst.Wait = true
 		inst.Timeout = timeout
 		r, err = inst.RunWithContext(ctx, ch, deepCopy(vals).(map[string]any))
