@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -92,6 +93,7 @@ func fill(v reflect.Value, n int) int {
 // FuzzAppendRequest checks the encoder against encoding/json on arbitrary
 // strings, times and flags.
 func FuzzAppendRequest(f *testing.F) {
+	encodeInHalves(f)
 	f.Add("acme", "node-1", "<&>", int64(0), true)
 	f.Add("\xff\u2028", "\x00", "é", int64(1767225600), false)
 	f.Fuzz(func(t *testing.T, a, b, c string, unix int64, flag bool) {
@@ -112,7 +114,39 @@ func FuzzAppendRequest(f *testing.F) {
 			}}},
 		}
 		checkSameAsEncodingJSON(t, r)
+		// Three nodes: encoded in two halves, as parallelEncodeNodes is
+		// lowered below.
+		r.Nodes = append(r.Nodes, r.Nodes[0], r.Nodes[0])
+		checkSameAsEncodingJSON(t, r)
 	})
+}
+
+// encodeInHalves makes lists of two nodes or more encode in two halves,
+// on at least two CPUs, for the rest of the test.
+func encodeInHalves(t testing.TB) {
+	saved := parallelEncodeNodes
+	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
+	parallelEncodeNodes = 2
+	t.Cleanup(func() {
+		parallelEncodeNodes = saved
+		runtime.GOMAXPROCS(procs)
+	})
+}
+
+// TestAppendRequestInHalves encodes lists of every small length, and a
+// long one, in two halves: the bytes must be encoding/json's.
+func TestAppendRequestInHalves(t *testing.T) {
+	encodeInHalves(t)
+	r := fullRequest()
+	node := r.Nodes[0]
+	for _, n := range []int{0, 1, 2, 3, 4, 5, 777} {
+		r.Nodes = r.Nodes[:0]
+		for i := range n {
+			node.Name = fmt.Sprintf("node-%d", i)
+			r.Nodes = append(r.Nodes, node)
+		}
+		checkSameAsEncodingJSON(t, r)
+	}
 }
 
 func checkResponseSameAsEncodingJSON(t *testing.T, r *EvaluateResponse) {
