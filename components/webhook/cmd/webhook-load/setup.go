@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +58,14 @@ func startCore(ctx context.Context, bin string) (string, func(), error) {
 	addr := ln.Addr().String()
 	ln.Close()
 	cmd := exec.CommandContext(ctx, bin, "--listen", addr, "--log-level", "warn")
+	// The collector settings the chart gives the evaluator, unless the
+	// caller chose others.
+	cmd.Env = os.Environ()
+	for _, kv := range []string{"GOGC=400", "GOMEMLIMIT=200MiB"} {
+		if k, _, _ := strings.Cut(kv, "="); os.Getenv(k) == "" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return "", nil, fmt.Errorf("starting %s: %w", bin, err)
