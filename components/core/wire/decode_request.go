@@ -301,26 +301,32 @@ func (d *requestDecoder) nodes(req *EvaluateRequest) error {
 var parallelBytes = 256 << 10
 
 // splitAt returns where, about halfway through the rest of the request,
-// an element of the list of nodes may begin: the "{" of a "},{" followed
-// by a node's field. In a valid document such a "{" always begins an
-// object in a list, but not necessarily in the list of nodes, which the
-// hand-off in nodes checks. It returns -1 when the request is too short
-// to be worth it, or no such place is found.
+// an element of the list of nodes may begin; see splitList.
 func (d *requestDecoder) splitAt() int {
-	pos := d.r.Pos()
-	rest := len(d.text) - pos
+	return splitList(d.text, d.r.Pos(), nodeFields)
+}
+
+// splitList returns where, about halfway through text after pos, an
+// element of a list of objects with these fields may begin: the "{" of a
+// "},{" followed by one of the fields. In a valid document such a "{"
+// always begins an object in a list, but not necessarily in the list
+// meant, which the caller's hand-off checks. It returns -1 when the rest
+// is too short to be worth decoding on two CPUs, or no such place is
+// found.
+func splitList(text string, pos int, fields *strictjson.Fields) int {
+	rest := len(text) - pos
 	if rest < parallelBytes || runtime.GOMAXPROCS(0) < 2 {
 		return -1
 	}
 	from := pos + rest/2
 	for range 64 {
-		i := strings.Index(d.text[from:], `},{"`)
+		i := strings.Index(text[from:], `},{"`)
 		if i < 0 {
 			return -1
 		}
 		at := from + i + 2
-		key := d.text[at+2:]
-		for _, name := range nodeFields.Names() {
+		key := text[at+2:]
+		for _, name := range fields.Names() {
 			if strings.HasPrefix(key, name) && strings.HasPrefix(key[len(name):], `":`) {
 				return at
 			}

@@ -26,7 +26,12 @@ func DecodeEvaluateResponse(body string) (*EvaluateResponse, error) {
 // results in one allocation; an answer with any other number of results
 // decodes all the same.
 func DecodeEvaluateResponseFor(body string, nodes int) (*EvaluateResponse, error) {
-	d := responseDecoder{r: strictjson.NewReader(body, strictjson.IgnoreUnknownFields()), expect: nodes}
+	d := responseDecoder{expect: nodes}
+	return d.decode(body)
+}
+
+func (d *responseDecoder) decode(body string) (*EvaluateResponse, error) {
+	d.r, d.text = strictjson.NewReader(body, strictjson.IgnoreUnknownFields()), body
 	var resp EvaluateResponse
 	if err := d.r.Begin(); err != nil {
 		return nil, err
@@ -47,6 +52,10 @@ type responseDecoder struct {
 	reasons []guard.Reason
 	// expect is how many results the caller expects.
 	expect int
+	// text is the answer being decoded.
+	text string
+	// handOffs counts the lists whose second half was decoded apart.
+	handOffs int
 }
 
 func (d *responseDecoder) response(resp *EvaluateResponse) error {
@@ -66,10 +75,7 @@ func (d *responseDecoder) response(resp *EvaluateResponse) error {
 			if d.expect > 0 {
 				resp.Results = make([]NodeResult, 0, d.expect)
 			}
-			present, err := r.Array(func(i int) error {
-				resp.Results = append(resp.Results, NodeResult{})
-				return d.nodeResult(&resp.Results[i])
-			})
+			present, err := d.results(&resp.Results)
 			switch {
 			case !present:
 				resp.Results = nil
@@ -79,6 +85,44 @@ func (d *responseDecoder) response(resp *EvaluateResponse) error {
 			return err
 		}
 	})
+}
+
+// results decodes the list of results. As with a request's nodes, the
+// second half of a long list is decoded on another CPU meanwhile, and used
+// only if this decoder, reading in order, arrives exactly where it began
+// and it decoded without error.
+func (d *responseDecoder) results(list *[]NodeResult) (bool, error) {
+	elem := func(i int) error {
+		*list = append(*list, NodeResult{})
+		return d.nodeResult(&(*list)[i])
+	}
+	at := splitList(d.text, d.r.Pos(), nodeResultFields)
+	if at < 0 {
+		return d.r.Array(elem)
+	}
+	tail := &responseDecoder{r: strictjson.NewReaderAt(d.text, at, 1, strictjson.IgnoreUnknownFields())}
+	tailList := make([]NodeResult, 0, d.expect/2+1)
+	var end int
+	var tailErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		end, tailErr = tail.r.Elements(func(i int) error {
+			tailList = append(tailList, NodeResult{})
+			return tail.nodeResult(&tailList[i])
+		})
+	}()
+	present, err := d.r.ArrayHandOff(at, elem, func(int) (int, bool) {
+		<-done
+		if tailErr != nil {
+			return 0, false
+		}
+		*list = append(*list, tailList...)
+		d.handOffs++
+		return end, true
+	})
+	<-done
+	return present, err
 }
 
 func (d *responseDecoder) verdict(v *Verdict) error {

@@ -135,3 +135,43 @@ func BenchmarkRequestDecoderHalves(b *testing.B) {
 		})
 	}
 }
+
+// TestDecodeResultsInTwoHalves decodes a long answer in two halves: the
+// same answer as the reflective decoder's, with the second half decoded
+// apart; and a break in the second half gives the error reading in order
+// gives.
+func TestDecodeResultsInTwoHalves(t *testing.T) {
+	withParallel(t)
+	resp := fullResponse()
+	one := resp.Results[0]
+	resp.Results = resp.Results[:0]
+	for i := range 3000 {
+		one.Node = "node-" + strconv.Itoa(i)
+		resp.Results = append(resp.Results, one)
+	}
+	text := string(AppendResponse(nil, resp))
+	var want EvaluateResponse
+	if err := strictjson.Unmarshal([]byte(text), &want, strictjson.IgnoreUnknownFields()); err != nil {
+		t.Fatal(err)
+	}
+	d := responseDecoder{expect: 3000}
+	got, err := d.decode(text)
+	compare(t, "answer", []byte(text[:80]), &want, nil, got, err)
+	if d.handOffs != 1 {
+		t.Fatalf("the second half was not decoded apart (%d hand-offs)", d.handOffs)
+	}
+	last := strings.LastIndex(text, `"decision":`)
+	for name, broken := range map[string]string{
+		"duplicate key late": text[:last] + `"decision":"allow",` + text[last:],
+		"truncated":          text[:len(text)-30],
+	} {
+		var we EvaluateResponse
+		want := strictjson.Unmarshal([]byte(broken), &we, strictjson.IgnoreUnknownFields())
+		d := responseDecoder{expect: 3000}
+		_, got := d.decode(broken)
+		var wantErr, gotErr *strictjson.Error
+		if want == nil || !asError(want, &wantErr) || !asError(got, &gotErr) || *wantErr != *gotErr {
+			t.Errorf("%s: in halves: %v\nreflective: %v", name, got, want)
+		}
+	}
+}
