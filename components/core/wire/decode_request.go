@@ -262,23 +262,12 @@ func (d *requestDecoder) nodes(req *EvaluateRequest) error {
 		}
 		t := d.tail
 		t.reset()
-		done := make(chan struct{})
-		var end int
-		var tailErr error
-		go func() {
-			defer close(done)
-			end, tailErr = t.elements(d.text, at)
-		}()
-		present, err = d.r.ArrayHandOff(at, elem, func(int) (int, bool) {
-			<-done
-			if tailErr != nil {
-				return 0, false
-			}
-			list = append(list, t.nodeBuf[:t.nodesUsed]...)
-			d.handOffs++
-			return end, true
-		})
-		<-done
+		present, err = inHalves(d.r, at, elem,
+			func() (int, error) { return t.elements(d.text, at) },
+			func() {
+				list = append(list, t.nodeBuf[:t.nodesUsed]...)
+				d.handOffs++
+			})
 	}
 	if cap(list) > cap(d.nodeBuf) {
 		d.nodeBuf = list[:0]
@@ -293,6 +282,32 @@ func (d *requestDecoder) nodes(req *EvaluateRequest) error {
 		req.Nodes = list
 	}
 	return err
+}
+
+// inHalves reads a list with r and elem while tail, on another goroutine,
+// decodes the same list from offset at to its end. When r arrives exactly
+// at at, at the start of an element, and tail succeeded, take adds tail's
+// elements and r goes on after the list; otherwise r reads the rest
+// itself. inHalves returns only once tail has finished, so that nothing
+// still writes into memory the caller may reuse.
+func inHalves(r *strictjson.Reader, at int, elem func(i int) error, tail func() (int, error), take func()) (bool, error) {
+	var end int
+	var tailErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		end, tailErr = tail()
+	}()
+	present, err := r.ArrayHandOff(at, elem, func(int) (int, bool) {
+		<-done
+		if tailErr != nil {
+			return 0, false
+		}
+		take()
+		return end, true
+	})
+	<-done
+	return present, err
 }
 
 // parallelBytes is how long the rest of a request must be where its list

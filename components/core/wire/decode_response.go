@@ -102,27 +102,17 @@ func (d *responseDecoder) results(list *[]NodeResult) (bool, error) {
 	}
 	tail := &responseDecoder{r: strictjson.NewReaderAt(d.text, at, 1, strictjson.IgnoreUnknownFields())}
 	tailList := make([]NodeResult, 0, d.expect/2+1)
-	var end int
-	var tailErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		end, tailErr = tail.r.Elements(func(i int) error {
-			tailList = append(tailList, NodeResult{})
-			return tail.nodeResult(&tailList[i])
+	return inHalves(d.r, at, elem,
+		func() (int, error) {
+			return tail.r.Elements(func(i int) error {
+				tailList = append(tailList, NodeResult{})
+				return tail.nodeResult(&tailList[i])
+			})
+		},
+		func() {
+			*list = append(*list, tailList...)
+			d.handOffs++
 		})
-	}()
-	present, err := d.r.ArrayHandOff(at, elem, func(int) (int, bool) {
-		<-done
-		if tailErr != nil {
-			return 0, false
-		}
-		*list = append(*list, tailList...)
-		d.handOffs++
-		return end, true
-	})
-	<-done
-	return present, err
 }
 
 func (d *responseDecoder) verdict(v *Verdict) error {
