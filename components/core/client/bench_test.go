@@ -18,20 +18,7 @@ import (
 // request, the real server decodes, evaluates and encodes over loopback,
 // and the client decodes and checks the answer. It reports p50 and p99.
 func BenchmarkEvaluateHTTP(b *testing.B) {
-	ev, err := evaluate.New(evaluate.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Evaluator: ev, MaxRequestBytes: 64 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	c, err := New(hs.URL, WithTimeout(10*time.Second))
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := realServerClient(b, evaluate.Options{}, 10*time.Second)
 	for _, gpus := range benchdata.GPUsPerNode {
 		for _, nodes := range []int{1, 100, 5000} {
 			b.Run(fmt.Sprintf("gpus=%d/nodes=%d", gpus, nodes), func(b *testing.B) {
@@ -39,6 +26,27 @@ func BenchmarkEvaluateHTTP(b *testing.B) {
 			})
 		}
 	}
+}
+
+// realServerClient starts the real server with an evaluator of opts on
+// loopback for the rest of the test, and returns a client of it.
+func realServerClient(tb testing.TB, opts evaluate.Options, timeout time.Duration) *Client {
+	tb.Helper()
+	ev, err := evaluate.New(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Evaluator: ev, MaxRequestBytes: 64 << 20})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	tb.Cleanup(hs.Close)
+	c, err := New(hs.URL, WithTimeout(timeout))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }
 
 // benchmarkRoundTrip sends req repeatedly and reports latency percentiles.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/internal/benchdata"
-	"github.com/xila-guard/xila-guard/components/core/internal/server"
 )
 
 // TestRequestBodyHolds checks that a body is recycled only when the caller
@@ -51,20 +49,7 @@ func TestRequestBodyHolds(t *testing.T) {
 // a body recycled while the transport still read it would send another
 // call's nodes, and the client would refuse the answer.
 func TestEvaluateConcurrentRecycledBodies(t *testing.T) {
-	ev, err := evaluate.New(evaluate.Options{Profile: guard.ProfileLab})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Evaluator: ev, MaxRequestBytes: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	c, err := New(hs.URL, WithTimeout(30*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := realServerClient(t, evaluate.Options{Profile: guard.ProfileLab}, 30*time.Second)
 	var wg sync.WaitGroup
 	for g := range 6 {
 		wg.Go(func() {

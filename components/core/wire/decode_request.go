@@ -260,8 +260,7 @@ func (d *requestDecoder) nodes(req *EvaluateRequest) error {
 		if d.tail == nil {
 			d.tail = new(requestDecoder)
 		}
-		t := d.tail
-		t.reset()
+		t := d.tail // reset with d at the start of decode
 		present, err = inHalves(d.r, at, elem,
 			func() (int, error) { return t.elements(d.text, at) },
 			func() {

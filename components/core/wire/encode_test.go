@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"runtime"
 	"testing"
 	"time"
 
@@ -123,15 +122,7 @@ func FuzzAppendRequest(f *testing.F) {
 
 // encodeInHalves makes lists of two nodes or more encode in two halves,
 // on at least two CPUs, for the rest of the test.
-func encodeInHalves(t testing.TB) {
-	saved := parallelEncodeNodes
-	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
-	parallelEncodeNodes = 2
-	t.Cleanup(func() {
-		parallelEncodeNodes = saved
-		runtime.GOMAXPROCS(procs)
-	})
-}
+func encodeInHalves(t testing.TB) { lowerOnTwoCPUs(t, &parallelEncodeNodes, 2) }
 
 // TestAppendRequestInHalves encodes lists of every small length, and a
 // long one, in two halves: the bytes must be encoding/json's.

@@ -11,13 +11,18 @@ import (
 
 // withParallel makes every list of nodes a candidate for decoding in two
 // halves, on at least two CPUs, for the rest of the test.
-func withParallel(t testing.TB) {
+func withParallel(t testing.TB) { lowerOnTwoCPUs(t, &parallelBytes, 1) }
+
+// lowerOnTwoCPUs sets the threshold *v to low and runs on at least two
+// CPUs for the rest of the test, so that work meant for large requests
+// is split for small ones.
+func lowerOnTwoCPUs(t testing.TB, v *int, low int) {
 	t.Helper()
-	bytes := parallelBytes
+	saved := *v
 	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
-	parallelBytes = 1
+	*v = low
 	t.Cleanup(func() {
-		parallelBytes = bytes
+		*v = saved
 		runtime.GOMAXPROCS(procs)
 	})
 }

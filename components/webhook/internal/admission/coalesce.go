@@ -49,8 +49,7 @@ func (c *coalescer) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*c
 	if len(req.Nodes) > 0 {
 		return c.ev.Evaluate(ctx, req)
 	}
-	key := string(wire.AppendRequest(nil, &wire.EvaluateRequest{
-		Profile: req.Profile, Tenant: req.Tenant, Policy: req.Policy, Nodes: []wire.Node{}}))
+	key := question(req)
 	c.mu.Lock()
 	call, inFlight := c.calls[key]
 	if !inFlight {
@@ -66,6 +65,13 @@ func (c *coalescer) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*c
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: waiting for the evaluator: %w", client.ErrTimeout, ctx.Err())
 	}
+}
+
+// question is what a node-independent answer depends on: the request
+// without its pod, encoded.
+func question(req *wire.EvaluateRequest) string {
+	return string(wire.AppendRequest(nil, &wire.EvaluateRequest{
+		Profile: req.Profile, Tenant: req.Tenant, Policy: req.Policy, Nodes: []wire.Node{}}))
 }
 
 // run makes the call and hands its outcome to every review waiting.

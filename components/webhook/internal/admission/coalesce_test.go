@@ -56,11 +56,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func (c *coalescer) waiters(req *wire.EvaluateRequest) int {
-	key := wire.AppendRequest(nil, &wire.EvaluateRequest{
-		Profile: req.Profile, Tenant: req.Tenant, Policy: req.Policy, Nodes: []wire.Node{}})
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if call := c.calls[string(key)]; call != nil {
+	if call := c.calls[question(req)]; call != nil {
 		return call.waiting
 	}
 	return 0
