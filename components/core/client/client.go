@@ -11,10 +11,10 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/core/wire"
@@ -86,25 +86,48 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 // Evaluate asks the evaluator about req. It returns an error, never a
 // partial answer, unless every requested node has exactly one valid result.
 func (c *Client) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*Evaluation, error) {
-	byNode, err := checkRequest(req)
-	if err != nil {
+	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	body := c.encode(req)
-	data, err := c.post(ctx, body)
+	answer := answers.Get().(*[]byte)
+	data, err := c.post(ctx, body, answer)
 	body.release()
 	if err != nil {
+		recycleAnswer(answer)
 		return nil, err
 	}
 	// Strict decoding, except that fields added by a newer evaluator are
 	// skipped: duplicate keys or a null decision must not slip through.
-	out, err := wire.DecodeEvaluateResponseFor(data, len(req.Nodes))
+	out, err := wire.DecodeEvaluateResponseFor(unsafe.String(unsafe.SliceData(data), len(data)), len(req.Nodes))
 	if err != nil {
+		// The error may quote the answer: its buffer is not reused.
 		return nil, fmt.Errorf("%w: %w", ErrMalformedResponse, err)
 	}
-	return newEvaluation(req, byNode, out)
+	detach(req, out)
+	recycleAnswer(answer)
+	return newEvaluation(req, out)
+}
+
+// answers are the buffers answers are read into. An answer's decoded
+// strings are cut from its buffer, then detached from it before it is
+// reused.
+var answers = sync.Pool{New: func() any { return new([]byte) }}
+
+// scribble, when a test sets it, overwrites every answer buffer before it
+// is reused, so that a string still cut from it shows.
+var scribble bool
+
+func recycleAnswer(b *[]byte) {
+	if scribble {
+		for i := range *b {
+			(*b)[i] = '#'
+		}
+	}
+	*b = (*b)[:0]
+	answers.Put(b)
 }
 
 // encode encodes req into a recycled buffer grown to the size expected
@@ -122,12 +145,12 @@ func (c *Client) encode(req *wire.EvaluateRequest) *requestBody {
 	return body
 }
 
-// post sends body and returns the body of a 200 JSON answer; every other
-// outcome is an error.
-func (c *Client) post(ctx context.Context, body *requestBody) (string, error) {
+// post sends body and reads the body of a 200 JSON answer into answer;
+// every other outcome is an error.
+func (c *Client) post(ctx context.Context, body *requestBody, answer *[]byte) ([]byte, error) {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, body.reader())
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	// The length is known, so the body goes in one piece, not chunked; and
 	// a transport that must retry on a fresh connection reads it again.
@@ -137,25 +160,25 @@ func (c *Client) post(ctx context.Context, body *requestBody) (string, error) {
 	hreq.Header.Set("Accept", wire.ContentType)
 	resp, err := c.http.Do(hreq)
 	if err != nil {
-		return "", transportError(ctx, err)
+		return nil, transportError(ctx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", statusError(resp)
+		return nil, statusError(resp)
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != wire.ContentType {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != wire.ContentType {
-			return "", fmt.Errorf("%w: content type %q, want %s", ErrMalformedResponse, ct, wire.ContentType)
+			return nil, fmt.Errorf("%w: content type %q, want %s", ErrMalformedResponse, ct, wire.ContentType)
 		}
 	}
-	data, err := readBody(resp, c.maxResponseBytes)
+	*answer, err = readBody(resp, c.maxResponseBytes, *answer)
 	if err != nil {
-		return "", transportError(ctx, err)
+		return nil, transportError(ctx, err)
 	}
-	if int64(len(data)) > c.maxResponseBytes {
-		return "", fmt.Errorf("%w: answer exceeds %d bytes", ErrMalformedResponse, c.maxResponseBytes)
+	if int64(len(*answer)) > c.maxResponseBytes {
+		return nil, fmt.Errorf("%w: answer exceeds %d bytes", ErrMalformedResponse, c.maxResponseBytes)
 	}
-	return data, nil
+	return *answer, nil
 }
 
 // transportError classifies a failed round trip. A deadline, the call's or
@@ -170,26 +193,30 @@ func transportError(ctx context.Context, err error) error {
 }
 
 // readBody reads an answer of at most limit bytes, plus one to tell that
-// it was larger. It reads into a string, which the answer's strings are
-// then cut from without a copy of the whole; a declared length sizes it in
-// one allocation.
-func readBody(resp *http.Response, limit int64) (string, error) {
-	var b strings.Builder
+// it was larger, into buf, which it grows as needed; a declared length
+// sizes it at once.
+func readBody(resp *http.Response, limit int64, buf []byte) ([]byte, error) {
+	buf = buf[:0]
 	if n := resp.ContentLength; n >= 0 && n <= limit {
-		// The transport stops the body at the declared length.
-		b.Grow(int(n))
+		// The transport stops the body at the declared length; the spare
+		// bytes take the read that finds the end.
+		buf = slices.Grow(buf, int(n)+512)
 	}
-	chunk := chunks.Get().(*[]byte)
-	defer chunks.Put(chunk)
-	_, err := io.CopyBuffer(&b, io.LimitReader(resp.Body, limit+1), *chunk)
-	return b.String(), err
+	r := io.LimitReader(resp.Body, limit+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, max(32<<10, len(buf)/2))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case err == io.EOF:
+			return buf, nil
+		case err != nil:
+			return buf, err
+		}
+	}
 }
-
-// chunks are the buffers answers are read through.
-var chunks = sync.Pool{New: func() any {
-	b := make([]byte, 32<<10)
-	return &b
-}}
 
 func statusError(resp *http.Response) error {
 	se := &StatusError{Code: resp.StatusCode}
@@ -201,22 +228,28 @@ func statusError(resp *http.Response) error {
 	return se
 }
 
-// checkRequest refuses a request that no answer could match, and returns
-// the index of each node by name.
-func checkRequest(req *wire.EvaluateRequest) (map[string]int, error) {
+// checkRequest refuses a request that no answer could match.
+func checkRequest(req *wire.EvaluateRequest) error {
 	if req == nil {
-		return nil, fmt.Errorf("%w: nil request", ErrInvalidRequest)
+		return fmt.Errorf("%w: nil request", ErrInvalidRequest)
 	}
-	byNode := make(map[string]int, len(req.Nodes))
+	seen := names.Get().(map[string]struct{})
+	defer func() {
+		clear(seen)
+		names.Put(seen)
+	}()
 	for i := range req.Nodes {
 		name := req.Nodes[i].Name
 		if name == "" {
-			return nil, fmt.Errorf("%w: nodes[%d] has no name", ErrInvalidRequest, i)
+			return fmt.Errorf("%w: nodes[%d] has no name", ErrInvalidRequest, i)
 		}
-		if _, dup := byNode[name]; dup {
-			return nil, fmt.Errorf("%w: node %q is listed twice", ErrInvalidRequest, name)
+		if _, dup := seen[name]; dup {
+			return fmt.Errorf("%w: node %q is listed twice", ErrInvalidRequest, name)
 		}
-		byNode[name] = i
+		seen[name] = struct{}{}
 	}
-	return byNode, nil
+	return nil
 }
+
+// names are the sets checkRequest finds repeated names with.
+var names = sync.Pool{New: func() any { return make(map[string]struct{}) }}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/core/wire"
@@ -17,12 +18,22 @@ type Evaluation struct {
 	// Results holds one result per requested node, in request order.
 	Results []wire.NodeResult
 
+	// index maps node names to results, built on the first lookup.
+	index  sync.Once
 	byNode map[string]int
 }
 
 // Node returns the result for the named node, and false for a node that was
 // not requested.
 func (e *Evaluation) Node(name string) (wire.NodeResult, bool) {
+	e.index.Do(func() {
+		if e.byNode == nil {
+			e.byNode = make(map[string]int, len(e.Results))
+			for i := range e.Results {
+				e.byNode[e.Results[i].Node] = i
+			}
+		}
+	})
 	i, ok := e.byNode[name]
 	if !ok {
 		return wire.NodeResult{}, false
@@ -37,11 +48,11 @@ func (e *Evaluation) Allowed(name string) bool {
 	return ok && r.Decision == guard.DecisionAllow
 }
 
-// newEvaluation checks an answer against its request; byNode gives the
-// index of each requested node. Anything that does not add up is an
+// newEvaluation checks an answer against its request, whose node names
+// checkRequest found distinct. Anything that does not add up is an
 // ErrMalformedResponse, so that a confused or hostile server cannot turn a
 // refusal into an allow.
-func newEvaluation(req *wire.EvaluateRequest, byNode map[string]int, resp *wire.EvaluateResponse) (*Evaluation, error) {
+func newEvaluation(req *wire.EvaluateRequest, resp *wire.EvaluateResponse) (*Evaluation, error) {
 	if !resp.Profile.IsValid() {
 		return nil, fmt.Errorf("%w: unknown profile %q", ErrMalformedResponse, resp.Profile)
 	}
@@ -51,7 +62,7 @@ func newEvaluation(req *wire.EvaluateRequest, byNode map[string]int, resp *wire.
 	if !resp.Pod.Decision.IsValid() {
 		return nil, fmt.Errorf("%w: pod decision %q is not allow, deny or indeterminate", ErrMalformedResponse, resp.Pod.Decision)
 	}
-	ev := &Evaluation{Profile: resp.Profile, Pod: resp.Pod, byNode: byNode}
+	ev := &Evaluation{Profile: resp.Profile, Pod: resp.Pod}
 	for i := range resp.Results {
 		if err := checkResult(&resp.Results[i], resp.Pod.Decision); err != nil {
 			return nil, err
@@ -62,6 +73,12 @@ func newEvaluation(req *wire.EvaluateRequest, byNode map[string]int, resp *wire.
 		ev.Results = resp.Results
 		return ev, nil
 	}
+	// Out of order: match results to nodes by name, and keep the index.
+	byNode := make(map[string]int, len(req.Nodes))
+	for i := range req.Nodes {
+		byNode[req.Nodes[i].Name] = i
+	}
+	ev.byNode = byNode
 	ev.Results = make([]wire.NodeResult, len(req.Nodes))
 	filled := make([]bool, len(req.Nodes))
 	for _, r := range resp.Results {

@@ -23,7 +23,7 @@ func (in *input) content(s *v1alpha1.NodeSecurityStateSpec) []finding {
 	var findings []finding
 	if len(s.Devices) > 0 {
 		d := &s.Devices[0]
-		if f, ok := in.sharingMode(d.SharingMode, len(s.Devices)); !ok {
+		if f, ok := in.sharingFinding(d.SharingMode, len(s.Devices)); !ok {
 			findings = append(findings, f)
 		}
 		if in.cc != nil && in.cc.GPUCCMode != "" && d.CCMode != in.cc.GPUCCMode {

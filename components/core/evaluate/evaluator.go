@@ -116,6 +116,9 @@ var parallelNodes = 1024
 // input is read-only, so a large request is cut into one run of nodes per
 // CPU; the answer is the same as one decided in order.
 func (in *input) nodes(nodes []wire.Node, results []wire.NodeResult, pod *wire.Verdict) {
+	if len(nodes) >= memoNodes {
+		in = in.withMemo()
+	}
 	runs := min(runtime.GOMAXPROCS(0), len(nodes)/parallelNodes)
 	if runs < 2 {
 		for i := range nodes {
@@ -127,9 +130,10 @@ func (in *input) nodes(nodes []wire.Node, results []wire.NodeResult, pod *wire.V
 	size := (len(nodes) + runs - 1) / runs
 	for lo := size; lo < len(nodes); lo += size {
 		hi := min(lo+size, len(nodes))
+		run := in.withMemo()
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
-				results[i] = in.node(&nodes[i], pod)
+				results[i] = run.node(&nodes[i], pod)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -236,6 +237,60 @@ func TestQuote(t *testing.T) {
 	} {
 		if got := quote(in); got != want {
 			t.Errorf("quote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestMemoChangesNoAnswer decides a large request, whose messages the
+// evaluator remembers and shares between nodes, and every node of it in a
+// request of its own, where nothing is remembered: each node's answer must
+// be the same. The nodes differ in every fact a message quotes: evidence
+// age, source, device count and sharing mode, pool and presence of
+// evidence.
+func TestMemoChangesNoAnswer(t *testing.T) {
+	e := newEvaluator(guard.ProfileLab)
+	req := benchdata.Request(3*memoNodes, 1, now)
+	modes := []v1alpha1.GPUSharingMode{v1alpha1.SharingExclusive, v1alpha1.SharingTimeSlicing, v1alpha1.SharingMPS, v1alpha1.SharingMIG}
+	sources := []v1alpha1.EvidenceSource{v1alpha1.SourceAttested, v1alpha1.SourceNFD, v1alpha1.SourceMock}
+	for i := range req.Nodes {
+		n := &req.Nodes[i]
+		s := n.State
+		s.ObservedAt.Time = s.ObservedAt.Add(-time.Duration(i%5) * time.Second)
+		s.Source = sources[i%len(sources)]
+		mode := modes[(i/3)%len(modes)]
+		device := s.Devices[0]
+		s.Devices = make([]v1alpha1.GPUDevice, 1+i%3)
+		for j := range s.Devices {
+			s.Devices[j] = device
+			s.Devices[j].ID = fmt.Sprintf("gpu-%d", j)
+			s.Devices[j].SharingMode = mode
+		}
+		switch {
+		case i%13 == 0:
+			n.Pool = fmt.Sprintf("pool-%d", i%2)
+		case i%17 == 0:
+			n.State = nil
+		}
+	}
+	whole := e.Evaluate(req)
+	decisions := map[guard.Decision]int{}
+	for i := range req.Nodes {
+		alone := *req
+		alone.Nodes = req.Nodes[i : i+1]
+		want := e.Evaluate(&alone).Results[0]
+		if diff := cmp.Diff(want, whole.Results[i]); diff != "" {
+			t.Fatalf("node %d decided differently in a large request (-alone +large):\n%s", i, diff)
+		}
+		decisions[want.Decision]++
+	}
+	if decisions[guard.DecisionAllow] == 0 || decisions[guard.DecisionDeny] == 0 || decisions[guard.DecisionIndeterminate] == 0 {
+		t.Fatalf("want allows, denials and indeterminate answers, got %v", decisions)
+	}
+	// Results that share a remembered list of reasons do not share its
+	// growth.
+	for i := range whole.Results {
+		if r := whole.Results[i].Reasons; len(r) != cap(r) {
+			t.Fatalf("node %d: reasons %v have spare capacity %d, which an append would share", i, r, cap(r))
 		}
 	}
 }

@@ -30,6 +30,9 @@ type input struct {
 	sharing      *v1alpha1.GPUSharingPolicy
 	cc           *v1alpha1.ConfidentialComputingPolicy
 	needsTEE     bool
+
+	// memo, when set, remembers messages; see withMemo.
+	memo *memo
 }
 
 func newInput(req *wire.EvaluateRequest, profile guard.Profile, now time.Time, skew time.Duration) *input {

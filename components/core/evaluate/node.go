@@ -28,19 +28,19 @@ func (in *input) judge(n *wire.Node, pod *wire.Verdict) (wire.Verdict, bool) {
 	}
 	if f, stop := in.placement(n); stop {
 		if f.reason == guard.ReasonUnguardedNode {
-			return verdict([]finding{f}, "allowed outside every pool"), true
+			return in.verdict([]finding{f}, "allowed outside every pool"), true
 		}
-		return verdict([]finding{f}, ""), true
+		return in.verdict([]finding{f}, ""), true
 	}
 	s := n.State
 	if s == nil {
-		return verdict([]finding{{guard.ReasonEvidenceMissing, "the node has no NodeSecurityState"}}, ""), true
+		return in.verdict([]finding{{guard.ReasonEvidenceMissing, "the node has no NodeSecurityState"}}, ""), true
 	}
 	if findings := in.admissible(n, s); len(findings) > 0 {
-		return verdict(findings, ""), true
+		return in.verdict(findings, ""), true
 	}
 	if f, mixed := mixedDevices(s.Devices); mixed {
-		return verdict([]finding{f}, ""), true
+		return in.verdict([]finding{f}, ""), true
 	}
 	findings := in.content(s)
 	simulated := s.Source == v1alpha1.SourceMock
@@ -48,12 +48,7 @@ func (in *input) judge(n *wire.Node, pod *wire.Verdict) (wire.Verdict, bool) {
 		findings = append(findings, finding{guard.ReasonSimulatedEvidence,
 			"mock evidence accepted by the lab profile: this proves integration, not isolation"})
 	}
-	return verdict(findings, in.allowMessage(s)), true
-}
-
-func (in *input) allowMessage(s *v1alpha1.NodeSecurityStateSpec) string {
-	return "allowed by policy " + in.policyQ + ": " + string(s.Source) + " evidence observed " +
-		age(in.now.Sub(s.ObservedAt.Time)) + " ago satisfies it"
+	return in.verdict(findings, in.allowMessage(s)), true
 }
 
 // placement is stage 2. It returns a finding and true when the node's pool

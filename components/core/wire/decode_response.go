@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"sync"
+
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/core/internal/strictjson"
 )
@@ -101,19 +103,29 @@ func (d *responseDecoder) results(list *[]NodeResult) (bool, error) {
 		return d.r.Array(elem)
 	}
 	tail := &responseDecoder{r: strictjson.NewReaderAt(d.text, at, 1, strictjson.IgnoreUnknownFields())}
-	tailList := make([]NodeResult, 0, d.expect/2+1)
+	// The second half is copied into the list, so its own list is
+	// recycled; it is cleared first, so as not to keep answers alive.
+	tailList := tailResults.Get().(*[]NodeResult)
+	defer func() {
+		clear(*tailList)
+		*tailList = (*tailList)[:0]
+		tailResults.Put(tailList)
+	}()
 	return inHalves(d.r, at, elem,
 		func() (int, error) {
 			return tail.r.Elements(func(i int) error {
-				tailList = append(tailList, NodeResult{})
-				return tail.nodeResult(&tailList[i])
+				*tailList = append(*tailList, NodeResult{})
+				return tail.nodeResult(&(*tailList)[i])
 			})
 		},
 		func() {
-			*list = append(*list, tailList...)
+			*list = append(*list, *tailList...)
 			d.handOffs++
 		})
 }
+
+// tailResults are the lists the second halves of answers are decoded into.
+var tailResults = sync.Pool{New: func() any { return new([]NodeResult) }}
 
 func (d *responseDecoder) verdict(v *Verdict) error {
 	r := d.r
