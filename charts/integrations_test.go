@@ -232,6 +232,8 @@ func TestInvalidValuesFail(t *testing.T) {
 			"tenants": []any{map[string]any{"name": "a", "namespaces": []any{"a"}, "subjects": []any{}}}}}, "subjects"},
 		{"unknown section", map[string]any{"webhooks": map[string]any{}}, "webhooks"},
 		{"unknown profile", map[string]any{"enforcement": map[string]any{"enabled": true, "profile": "dev"}}, "profile"},
+		{"webhook GOGC not a number", map[string]any{"webhook": map[string]any{"go": map[string]any{"gogc": "lazy", "memoryLimit": "200MiB"}}}, "gogc"},
+		{"webhook memory limit without unit syntax", map[string]any{"webhook": map[string]any{"go": map[string]any{"gogc": 400, "memoryLimit": "200M"}}}, "memoryLimit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render(loadChart(t), tc.vals)
@@ -292,5 +294,69 @@ func TestEnforcementAloneRendersNoWebhook(t *testing.T) {
 		if strings.Contains(o.name(), "webhook") || o.Kind == "ValidatingWebhookConfiguration" {
 			t.Errorf("enforcement alone rendered %s", o)
 		}
+	}
+}
+
+// TestGoRuntimeSettings: the webhook and the evaluator get the Go runtime's
+// settings from their "go" values, and none when it is null.
+func TestGoRuntimeSettings(t *testing.T) {
+	core := func(v map[string]any) map[string]any {
+		e := v["enforcement"].(map[string]any)
+		if e["core"] == nil {
+			e["core"] = map[string]any{}
+		}
+		return e["core"].(map[string]any)
+	}
+	for _, tc := range []struct {
+		name   string
+		values func(map[string]any)
+		want   map[string]string
+	}{
+		{"defaults", func(map[string]any) {}, map[string]string{"webhook": "400/200MiB", "core": "400/200MiB"}},
+		{"webhook set", func(v map[string]any) {
+			v["webhook"].(map[string]any)["go"] = map[string]any{"gogc": "off", "memoryLimit": "96MiB"}
+		}, map[string]string{"webhook": "off/96MiB", "core": "400/200MiB"}},
+		{"both null", func(v map[string]any) {
+			v["webhook"].(map[string]any)["go"] = nil
+			core(v)["go"] = nil
+		}, map[string]string{"webhook": "", "core": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vals := withTestCA(t, readValues(t, "enforcement"))
+			tc.values(vals)
+			objs := objects(t, mustRender(t, loadChart(t), vals).Manifest)
+			for container, want := range tc.want {
+				d := find(t, objs, "Deployment", "xila-guard-"+container)
+				var spec struct {
+					Spec struct {
+						Template struct {
+							Spec struct {
+								Containers []struct {
+									Env []struct{ Name, Value string }
+								}
+							}
+						}
+					}
+				}
+				b, err := json.Marshal(d.raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(b, &spec); err != nil {
+					t.Fatal(err)
+				}
+				env := map[string]string{}
+				for _, e := range spec.Spec.Template.Spec.Containers[0].Env {
+					env[e.Name] = e.Value
+				}
+				got := ""
+				if len(env) > 0 {
+					got = env["GOGC"] + "/" + env["GOMEMLIMIT"]
+				}
+				if got != want {
+					t.Errorf("%s: GOGC/GOMEMLIMIT = %q, want %q", container, got, want)
+				}
+			}
+		})
 	}
 }

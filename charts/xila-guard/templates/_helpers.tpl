@@ -35,3 +35,12 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end }}
+
+{{/* The Go runtime's settings of a container, from a values "go" entry. */}}
+{{- define "xila-guard.goEnv" -}}
+env:
+- name: GOGC
+  value: {{ .gogc | quote }}
+- name: GOMEMLIMIT
+  value: {{ .memoryLimit | quote }}
+{{- end }}

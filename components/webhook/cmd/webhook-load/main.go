@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,11 @@ type options struct {
 	duration time.Duration
 	warmup   time.Duration
 	runs     int
+	// goDefaults leaves this process's collector at Go's defaults instead
+	// of the chart's settings for the webhook.
+	goDefaults bool
+	// cpuProfile, when set, is where a CPU profile of the whole run goes.
+	cpuProfile string
 }
 
 func main() {
@@ -40,6 +46,8 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per scenario, rate and run")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each measurement")
 	flag.IntVar(&o.runs, "runs", 3, "runs per scenario and rate; the report gives medians over runs")
+	flag.BoolVar(&o.goDefaults, "go-defaults", false, "run the webhook with Go's collector defaults instead of the chart's GOGC and GOMEMLIMIT")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator and the webhook (not the evaluator) to this file")
 	flag.Parse()
 	for _, r := range strings.Split(rates, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(r))
@@ -51,8 +59,29 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, o); err != nil {
+	if err := profiled(o.cpuProfile, func() error { return run(ctx, o) }); err != nil {
 		fmt.Fprintf(os.Stderr, "webhook-load: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// profiled runs f, with the CPU profiled into path when path is set.
+func profiled(path string, f func() error) error {
+	if path == "" {
+		return f()
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return err
+	}
+	err = f()
+	pprof.StopCPUProfile()
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -43,6 +43,7 @@ type result struct {
 }
 
 func run(ctx context.Context, o options) error {
+	collector := collectLikeTheChart(o.goDefaults)
 	coreURL := o.coreURL
 	if coreURL == "" {
 		url, stop, err := startCore(ctx, o.coreBin)
@@ -63,8 +64,8 @@ func run(ctx context.Context, o options) error {
 		{name: "allowed: plain pod (pool rules, no evaluator)", body: review(samplePod("web", false)), allowed: true},
 		{name: "denied: privileged protected pod", body: review(samplePod("acme-ml", true)), allowed: false},
 	}
-	fmt.Printf("webhook-load: GOMAXPROCS=%d, %s per measurement after %s warm-up, %d runs, evaluator %s\n\n",
-		runtime.GOMAXPROCS(0), o.duration, o.warmup, o.runs, coreURL)
+	fmt.Printf("webhook-load: GOMAXPROCS=%d, %s per measurement after %s warm-up, %d runs, evaluator %s, webhook collector %s\n\n",
+		runtime.GOMAXPROCS(0), o.duration, o.warmup, o.runs, coreURL, collector)
 	fmt.Printf("load average before: %s\n\n", loadavg())
 	defer func() { fmt.Printf("\nload average after: %s\n", loadavg()) }()
 	fmt.Println("| scenario | rate (req/s) | p50 | p99 | max | p99 / baseline p99 | sent late, p99 | new connections | cpu/req (client+webhook) | wrong or failed |")

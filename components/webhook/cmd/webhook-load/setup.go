@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -49,6 +51,38 @@ func (fixedCluster) Node(name string) (*corev1.Node, bool) {
 }
 func (fixedCluster) TenantPodsOn(context.Context, string) ([]string, error) { return nil, nil }
 
+// chartGo is the Go runtime's settings the chart gives the webhook and the
+// evaluator (values.yaml: webhook.go, enforcement.core.go).
+var chartGo = []string{"GOGC=400", "GOMEMLIMIT=200MiB"}
+
+// collectLikeTheChart gives this process, which serves the webhook, the
+// chart's collector settings where the environment sets none, and says
+// which settings it runs with.
+func collectLikeTheChart(goDefaults bool) string {
+	var applied []string
+	for _, kv := range chartGo {
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case os.Getenv(k) != "":
+			applied = append(applied, k+"="+os.Getenv(k)+" (environment)")
+			continue
+		case goDefaults:
+			continue
+		case k == "GOGC":
+			n, _ := strconv.Atoi(v)
+			debug.SetGCPercent(n)
+		case k == "GOMEMLIMIT":
+			n, _ := strconv.Atoi(strings.TrimSuffix(v, "MiB"))
+			debug.SetMemoryLimit(int64(n) << 20)
+		}
+		applied = append(applied, kv)
+	}
+	if len(applied) == 0 {
+		return "Go's defaults"
+	}
+	return strings.Join(applied, " ")
+}
+
 // startCore runs xila-guard-core on a free loopback port.
 func startCore(ctx context.Context, bin string) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -61,7 +95,7 @@ func startCore(ctx context.Context, bin string) (string, func(), error) {
 	// The collector settings the chart gives the evaluator, unless the
 	// caller chose others.
 	cmd.Env = os.Environ()
-	for _, kv := range []string{"GOGC=400", "GOMEMLIMIT=200MiB"} {
+	for _, kv := range chartGo {
 		if k, _, _ := strings.Cut(kv, "="); os.Getenv(k) == "" {
 			cmd.Env = append(cmd.Env, kv)
 		}
