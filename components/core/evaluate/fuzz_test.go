@@ -2,10 +2,13 @@ package evaluate
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -26,9 +29,51 @@ func FuzzEvaluate(f *testing.F) {
 			profile = guard.ProfileLab
 		}
 		req := generate(&chooser{data: choices})
-		resp := newEvaluator(profile).Evaluate(req)
+		e := newEvaluator(profile)
+		resp := e.Evaluate(req)
 		checkFailClosed(t, profile, req, resp)
+		checkLargeMatchesAlone(t, e, req)
 	})
+}
+
+// checkLargeMatchesAlone decides the request's nodes three times over in
+// one request, with messages remembered and runs on several CPUs from
+// the first node on, and each node in a request of its own, where neither
+// happens: every node must get the same answer both ways.
+func checkLargeMatchesAlone(t *testing.T, e *Evaluator, req *wire.EvaluateRequest) {
+	t.Helper()
+	defer func(m, p int) { memoNodes, parallelNodes = m, p }(memoNodes, parallelNodes)
+	large := *req
+	large.Nodes = nil
+	for round := range 3 {
+		for _, n := range req.Nodes {
+			n.Name = fmt.Sprintf("%s-%d", n.Name, round)
+			if n.State != nil && round > 0 {
+				// The copies differ from the original in facts that
+				// messages quote: the number of devices, and the age of
+				// the evidence.
+				s := *n.State
+				if round == 1 {
+					s.Devices = append(slices.Clone(s.Devices), s.Devices...)
+				} else {
+					s.ObservedAt = metav1.NewTime(s.ObservedAt.Add(-time.Second))
+				}
+				n.State = &s
+			}
+			large.Nodes = append(large.Nodes, n)
+		}
+	}
+	memoNodes, parallelNodes = 1, 1
+	whole := e.Evaluate(&large)
+	memoNodes, parallelNodes = math.MaxInt, math.MaxInt
+	for i := range large.Nodes {
+		alone := large
+		alone.Nodes = large.Nodes[i : i+1]
+		want := e.Evaluate(&alone)
+		if diff := cmp.Diff(want.Results[0], whole.Results[i]); diff != "" {
+			t.Fatalf("node %d decided differently in a large request (-alone +large):\n%s", i, diff)
+		}
+	}
 }
 
 // FuzzDecodeAndEvaluate feeds raw bodies through the server's decoder and
@@ -50,7 +95,9 @@ func FuzzDecodeAndEvaluate(f *testing.F) {
 		if lab {
 			profile = guard.ProfileLab
 		}
-		checkFailClosed(t, profile, req, newEvaluator(profile).Evaluate(req))
+		e := newEvaluator(profile)
+		checkFailClosed(t, profile, req, e.Evaluate(req))
+		checkLargeMatchesAlone(t, e, req)
 	})
 }
 
