@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -128,6 +129,27 @@ func TestAdmission(t *testing.T) {
 			}
 			if pod.Spec.NodeName != l.Tenant.Workers[lab.CompliantWorker] {
 				t.Errorf("compliant pod runs on %s, want %s", pod.Spec.NodeName, l.Tenant.Workers[lab.CompliantWorker])
+			}
+			// A tenant pod runs there now: the node's pool label stays,
+			// whether removed through nodes or through nodes/status (dry
+			// runs, so that nothing changes if one got through).
+			unlabel := []byte(`{"metadata":{"labels":{"` + lab.PoolLabel + `":null}}}`)
+			for _, sub := range []string{"", "status"} {
+				var last error
+				_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+					var subresources []string
+					if sub != "" {
+						subresources = []string{sub}
+					}
+					_, last = l.Kube.CoreV1().Nodes().Patch(ctx, pod.Spec.NodeName, types.MergePatchType, unlabel,
+						metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, subresources...)
+					_, denied := lab.AdmissionDenial(last)
+					return denied, nil
+				})
+				if msg, denied := lab.AdmissionDenial(last); !denied || !strings.Contains(msg, "POOL_MEMBERSHIP_LOCKED") {
+					t.Errorf("removing the pool label of %s (subresource %q) under a tenant pod: want POOL_MEMBERSHIP_LOCKED, got %v",
+						pod.Spec.NodeName, sub, last)
+				}
 			}
 			// Binding is the controlled scheduler's: not even the cluster
 			// administrator binds a protected pod.

@@ -85,7 +85,9 @@ func TestNodeRules(t *testing.T) {
 		name      string
 		old, now  *corev1.Node
 		tenantPod bool
-		want      guard.Reason
+		// sub is the subresource: "" or "status", which takes labels.
+		sub  string
+		want guard.Reason
 	}{
 		{name: "unrelated change with tenant pods", old: node(inPool, taint), now: node(map[string]string{pool: "acme", "zone": "b"}, taint), tenantPod: true},
 		{name: "label removed with tenant pods", old: node(inPool, taint), now: node(map[string]string{"zone": "a"}, taint), tenantPod: true, want: guard.ReasonPoolMembershipLocked},
@@ -95,6 +97,8 @@ func TestNodeRules(t *testing.T) {
 		{name: "taint added with tenant pods", old: node(inPool), now: node(inPool, taint), tenantPod: true},
 		{name: "label added with tenant pods", old: node(nil), now: node(inPool), tenantPod: true},
 		{name: "label removed without tenant pods", old: node(inPool, taint), now: node(nil)},
+		{name: "label removed through status with tenant pods", old: node(inPool, taint), now: node(map[string]string{"zone": "a"}, taint), tenantPod: true, sub: "status", want: guard.ReasonPoolMembershipLocked},
+		{name: "status update with tenant pods", old: node(inPool, taint), now: node(inPool, taint), tenantPod: true, sub: "status"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,7 +107,7 @@ func TestNodeRules(t *testing.T) {
 				c.podsOn = nil
 			}
 			v := newValidator(t, c, &fakeEvaluator{})
-			resp := post(t, v.NodesHandler(), request(t, "nodes", "", admissionv1.Update, "", "admin", tc.now, tc.old))
+			resp := post(t, v.NodesHandler(), request(t, "nodes", tc.sub, admissionv1.Update, "", "admin", tc.now, tc.old))
 			got := codes(resp)
 			if tc.want == "" && !resp.Allowed {
 				t.Fatalf("refused: %v", resp.Result)
@@ -137,6 +141,7 @@ func TestWrongKind(t *testing.T) {
 		{"no object", v.PodsHandler(), request(t, "pods", "", admissionv1.Create, plainNS, "u", nil, nil)},
 		{"update without old object", v.PodsHandler(), request(t, "pods", "", admissionv1.Update, plainNS, "u", pod, nil)},
 		{"node CREATE", v.NodesHandler(), request(t, "nodes", "", admissionv1.Create, "", "u", node(nil), nil)},
+		{"nodes/proxy", v.NodesHandler(), request(t, "nodes", "proxy", admissionv1.Update, "", "u", node(nil), node(nil))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -242,8 +242,10 @@ func (v *Validator) binderList() string {
 // may not be changed or removed while tenant pods run on the node. Adding
 // them is always allowed: it only closes the node further.
 func (v *Validator) validateNode(ctx context.Context, req *admissionv1.AdmissionRequest) outcome {
-	if req.Resource.Group != "" || req.Resource.Resource != nodesResource || req.SubResource != "" {
-		return unexpected("request", "this endpoint judges nodes, got resource %s", resourceString(req))
+	// nodes/status keeps the spec but takes changes to labels, so it is
+	// judged like nodes.
+	if req.Resource.Group != "" || req.Resource.Resource != nodesResource || (req.SubResource != "" && req.SubResource != "status") {
+		return unexpected("request", "this endpoint judges nodes and nodes/status, got resource %s", resourceString(req))
 	}
 	if req.Operation != admissionv1.Update {
 		return unexpected("request", "operation %s on nodes; only UPDATE is judged", req.Operation)

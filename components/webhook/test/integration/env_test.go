@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/app"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/testcert"
@@ -161,8 +162,11 @@ func register(t *testing.T, name string, w *webhook, sel *metav1.LabelSelector, 
 		},
 	}
 	if nodes {
-		cfg.Webhooks = append(cfg.Webhooks, hook("nodes", "/validate-nodes", []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-			[]string{"nodes"}, admissionregistrationv1.ClusterScope, nil))
+		h := hook("nodes", "/validate-nodes", []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+			[]string{"nodes", "nodes/status"}, admissionregistrationv1.ClusterScope, nil)
+		h.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: guard.LabelTenantPool, Operator: metav1.LabelSelectorOpExists}}}
+		h.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "pool-membership-changes", Expression: poolChange(guard.LabelTenantPool)}}
+		cfg.Webhooks = append(cfg.Webhooks, h)
 	}
 	ctx := context.Background()
 	if _, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
@@ -230,4 +234,14 @@ func servingSerial(t *testing.T, w *webhook) int64 {
 	}
 	defer conn.Close()
 	return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+}
+
+// poolChange is the chart's match condition for the nodes webhook
+// (templates/_webhook.tpl, "xila-guard.webhook.poolChange"): true when an
+// update changes or removes the pool label a node had, or changes its
+// taints while one is a pool taint.
+func poolChange(key string) string {
+	k := "'" + key + "'"
+	return "(has(oldObject.metadata.labels) && " + k + " in oldObject.metadata.labels && (!has(object.metadata.labels) || !(" + k + " in object.metadata.labels) || object.metadata.labels[" + k + "] != oldObject.metadata.labels[" + k + "])) || " +
+		"(has(oldObject.spec.taints) && oldObject.spec.taints.exists(t, t.key == " + k + ") && (!has(object.spec.taints) || object.spec.taints != oldObject.spec.taints))"
 }

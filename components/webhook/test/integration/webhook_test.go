@@ -184,6 +184,10 @@ func testNodePoolLock(t *testing.T) {
 	if err != nil && !strings.Contains(err.Error(), tenantNS+"/"+p.Name) {
 		t.Errorf("the refusal does not name the pod: %v", err)
 	}
+	// The status subresource keeps the spec but takes labels: it must be
+	// locked as well.
+	_, err = kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, unlabel, metav1.PatchOptions{}, "status")
+	expect(t, "remove the pool label through nodes/status", err, string(guard.ReasonPoolMembershipLocked))
 	_, err = kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, untaint, metav1.PatchOptions{})
 	expect(t, "remove the pool taint", err, string(guard.ReasonPoolMembershipLocked))
 	_, err = kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"zone":"a"}}}`), metav1.PatchOptions{})
@@ -245,7 +249,7 @@ func startFaultyCore(t *testing.T) *faultyCore {
 func TestIntegrationFailClosed(t *testing.T) {
 	f := startFaultyCore(t)
 	w := startWebhook(t, "http://"+f.addr)
-	register(t, "faults", w, &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": faultsNS}}, false)
+	register(t, "faults", w, &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": faultsNS}}, true)
 	waitEnforced(t, faultsNS)
 	create := func() error {
 		_, err := kube.CoreV1().Pods(faultsNS).Create(t.Context(), pod(faultsNS), metav1.CreateOptions{})
@@ -286,5 +290,53 @@ func TestIntegrationFailClosed(t *testing.T) {
 	// Other namespaces are not this webhook's; the main one is not running here.
 	if _, err := kube.CoreV1().Pods(plainNS).Create(t.Context(), pod(plainNS), metav1.CreateOptions{}); err != nil {
 		t.Errorf("a pod outside the failed webhook's namespaces was refused: %v", err)
+	}
+	testPoolNodeWithWebhookDown(t)
+}
+
+// testPoolNodeWithWebhookDown updates a pool node while the webhook is
+// down: updates that leave the pool label and taints alone, through nodes
+// and nodes/status, do not reach the webhook and go through; taking the
+// node out of its pool fails closed.
+func testPoolNodeWithWebhookDown(t *testing.T) {
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-webhook-down", Labels: map[string]string{guard.LabelTenantPool: "acme"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: guard.TaintTenantPool, Value: "acme", Effect: corev1.TaintEffectNoSchedule}}}}
+	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
+	patch := func(body string, sub ...string) error {
+		_, err := kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, []byte(body), metav1.PatchOptions{}, sub...)
+		return err
+	}
+	heartbeat := `{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":"2026-03-01T12:00:00Z","lastTransitionTime":"2026-03-01T12:00:00Z"}]}}`
+	for what, err := range map[string]error{
+		"a status heartbeat":           patch(heartbeat, "status"),
+		"another label through status": patch(`{"metadata":{"labels":{"zone":"b"}}}`, "status"),
+		"another label":                patch(`{"metadata":{"labels":{"zone":"c"}}}`),
+		"another taint":                patch(`{"spec":{"taints":[{"key":"guard.xila.us/tenant-pool","value":"acme","effect":"NoSchedule"},{"key":"maintenance","effect":"NoSchedule"}]}}`),
+	} {
+		if what == "another taint" {
+			// The taints change while one is a pool taint: judged, and
+			// refused while the webhook is down.
+			if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+				t.Errorf("%s on a pool node with the webhook down: %v, want a webhook call failure", what, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s on a pool node with the webhook down was refused: %v", what, err)
+		}
+	}
+	for what, err := range map[string]error{
+		"removing the pool label":                patch(`{"metadata":{"labels":{"guard.xila.us/tenant-pool":null}}}`),
+		"removing the pool label through status": patch(`{"metadata":{"labels":{"guard.xila.us/tenant-pool":null}}}`, "status"),
+		"changing the pool label":                patch(`{"metadata":{"labels":{"guard.xila.us/tenant-pool":"beta"}}}`),
+		"removing the pool taint":                patch(`{"spec":{"taints":[]}}`),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+			t.Errorf("%s with the webhook down: %v, want a webhook call failure", what, err)
+		}
 	}
 }
