@@ -41,8 +41,8 @@ func TestTenantRBAC(t *testing.T) {
 					denied++
 				}
 			}
-			if denied < 10 {
-				t.Errorf("the matrix checks %d refusals, want every one of the guard kinds, pods/binding, nodes and other namespaces", denied)
+			if denied < 14 {
+				t.Errorf("the matrix checks %d refusals, want every one of the guard kinds (list, watch, get, create, patch, delete), pods/binding, nodes and other namespaces", denied)
 			}
 			return ctx
 		}).

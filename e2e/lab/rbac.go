@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -86,11 +90,37 @@ func (c *Cluster) TenantRBACMatrix(ctx context.Context, t *Tenant, user string) 
 	try("list pods in "+ns, true, err)
 	_, err = kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 	try("list deployments in "+ns, true, err)
+	// Workloads are created as dry runs: authorized and admitted exactly
+	// as real ones, and nothing is left to schedule or clean up.
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	zero := int32(0)
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rbac-probe"}}
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: selector.MatchLabels}, Spec: pod.Spec}
+	_, err = kube.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "rbac-probe"},
+		Spec: appsv1.DeploymentSpec{Replicas: &zero, Selector: selector, Template: template}}, dryRun)
+	try("create deployments in "+ns, true, err)
+	jobTemplate := *template.DeepCopy()
+	jobTemplate.Spec.RestartPolicy = corev1.RestartPolicyNever
+	_, err = kube.BatchV1().Jobs(ns).Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "rbac-probe"},
+		Spec: batchv1.JobSpec{Template: jobTemplate}}, dryRun)
+	try("create jobs in "+ns, true, err)
 
 	for _, gvr := range []schema.GroupVersionResource{Policies, Bindings, States} {
 		_, err = dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
 		try("list "+gvr.Resource, false, err)
 	}
+	w, err := dyn.Resource(States).Watch(ctx, metav1.ListOptions{})
+	if err == nil {
+		w.Stop()
+	}
+	try("watch nodesecuritystates", false, err)
+	_, err = dyn.Resource(Policies).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": Policies.GroupVersion().String(), "kind": "PlacementPolicy", "metadata": map[string]any{"name": t.Name + "-lax"},
+		"spec": map[string]any{"evidence": map[string]any{"acceptedSources": []any{"mock"}}},
+	}}, dryRun)
+	try("create placementpolicy", false, err)
+	err = dyn.Resource(Bindings).Delete(ctx, t.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	try("delete tenantbinding "+t.Name, false, err)
 	_, err = dyn.Resource(Policies).Get(ctx, t.Name, metav1.GetOptions{})
 	try("get placementpolicy "+t.Name, false, err)
 	_, err = dyn.Resource(Bindings).Get(ctx, t.Name, metav1.GetOptions{})
