@@ -143,10 +143,10 @@ timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
 {{- end }}
 
 {{/* A CEL expression, true when an update of a node changes or removes the
-     pool label it had, or changes the taints while one is a pool taint.
-     The webhook judges exactly these; every other update of a pool node
-     need not reach it. */}}
+     pool label it had, or changes or removes a pool taint it had: exactly
+     what the webhook judges, so that every other update of a pool node
+     (heartbeats, cordons, other taints) never reaches it. */}}
 {{- define "xila-guard.webhook.poolChange" -}}
 {{- $k := printf "'%s'" . -}}
-(has(oldObject.metadata.labels) && {{ $k }} in oldObject.metadata.labels && (!has(object.metadata.labels) || !({{ $k }} in object.metadata.labels) || object.metadata.labels[{{ $k }}] != oldObject.metadata.labels[{{ $k }}])) || (has(oldObject.spec.taints) && oldObject.spec.taints.exists(t, t.key == {{ $k }}) && (!has(object.spec.taints) || object.spec.taints != oldObject.spec.taints))
+(has(oldObject.metadata.labels) && {{ $k }} in oldObject.metadata.labels && (!has(object.metadata.labels) || !({{ $k }} in object.metadata.labels) || object.metadata.labels[{{ $k }}] != oldObject.metadata.labels[{{ $k }}])) || (has(oldObject.spec.taints) && oldObject.spec.taints.exists(t, t.key == {{ $k }} && (!has(object.spec.taints) || !object.spec.taints.exists(n, n.key == t.key && n.effect == t.effect && (has(n.value) ? n.value : '') == (has(t.value) ? t.value : '')))))
 {{- end }}
