@@ -26,14 +26,16 @@ func withScribble(t *testing.T) {
 	t.Cleanup(func() { scribble = false })
 }
 
-// snapshot is a deep copy of an evaluation's results, which shares no
-// memory with it.
+// snapshot is a deep copy of an evaluation's profile, pod verdict and
+// results (the first entry stands for the pod, with the profile as its
+// incarnation), which shares no memory with it.
 func snapshot(t *testing.T, ev *Evaluation) []wire.NodeResult {
 	t.Helper()
 	data, err := json.Marshal(struct {
+		Profile guard.Profile
 		Pod     wire.Verdict
 		Results []wire.NodeResult
-	}{ev.Pod, ev.Results})
+	}{ev.Profile, ev.Pod, ev.Results})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,13 +43,15 @@ func snapshot(t *testing.T, ev *Evaluation) []wire.NodeResult {
 		t.Fatalf("evaluation reads a recycled buffer: %s", data[max(0, i-40):min(len(data), i+40)])
 	}
 	var out struct {
+		Profile guard.Profile
 		Pod     wire.Verdict
 		Results []wire.NodeResult
 	}
 	if err := json.Unmarshal(data, &out); err != nil {
 		t.Fatal(err)
 	}
-	return append([]wire.NodeResult{{Node: "(pod)", Decision: out.Pod.Decision, Reasons: out.Pod.Reasons, Message: out.Pod.Message}}, out.Results...)
+	return append([]wire.NodeResult{{Node: "(pod)", Decision: out.Pod.Decision, Reasons: out.Pod.Reasons, Message: out.Pod.Message,
+		Incarnation: string(out.Profile)}}, out.Results...)
 }
 
 // TestAnswersOutliveTheirBuffers keeps evaluations while later calls reuse,

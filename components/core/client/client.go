@@ -103,7 +103,8 @@ func (c *Client) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*Eval
 	// skipped: duplicate keys or a null decision must not slip through.
 	out, err := wire.DecodeEvaluateResponseFor(unsafe.String(unsafe.SliceData(data), len(data)), len(req.Nodes))
 	if err != nil {
-		// The error may quote the answer: its buffer is not reused.
+		// Rare: the buffer is dropped rather than reused, so that nothing
+		// the failed decode made can ever see another answer.
 		return nil, fmt.Errorf("%w: %w", ErrMalformedResponse, err)
 	}
 	detach(req, out)

@@ -15,8 +15,9 @@ var memoNodes = 64
 
 // memo remembers, for one run of nodes, the messages it has built. Nodes
 // in the same situation then share a message, and a refusal for a single
-// reason also shares its list of reasons, which no caller modifies (its
-// capacity is its length, so an append copies it).
+// reason also shares its list of reasons, which no caller modifies; verdict
+// makes every list with its capacity equal to its length, so an append
+// copies it (TestMemoChangesNoAnswer checks).
 type memo struct {
 	allows   map[allowKey]string
 	sharing  map[sharingKey]sharingAnswer
@@ -102,7 +103,6 @@ func (in *input) verdict(findings []finding, allowMessage string) wire.Verdict {
 		return v
 	}
 	v := verdict(findings, allowMessage)
-	v.Reasons = v.Reasons[:len(v.Reasons):len(v.Reasons)]
 	if m.verdicts == nil {
 		m.verdicts = make(map[verdictKey]wire.Verdict)
 	}
