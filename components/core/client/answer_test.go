@@ -31,22 +31,19 @@ func withScribble(t *testing.T) {
 // incarnation), which shares no memory with it.
 func snapshot(t *testing.T, ev *Evaluation) []wire.NodeResult {
 	t.Helper()
-	data, err := json.Marshal(struct {
+	type parts struct {
 		Profile guard.Profile
 		Pod     wire.Verdict
 		Results []wire.NodeResult
-	}{ev.Profile, ev.Pod, ev.Results})
+	}
+	data, err := json.Marshal(parts{ev.Profile, ev.Pod, ev.Results})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if i := strings.IndexByte(string(data), '#'); i >= 0 {
 		t.Fatalf("evaluation reads a recycled buffer: %s", data[max(0, i-40):min(len(data), i+40)])
 	}
-	var out struct {
-		Profile guard.Profile
-		Pod     wire.Verdict
-		Results []wire.NodeResult
-	}
+	var out parts
 	if err := json.Unmarshal(data, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -83,20 +80,7 @@ func TestAnswersOutliveTheirBuffers(t *testing.T) {
 	req := twoNodeRequest()
 	req.Profile = guard.ProfileLab
 	req.Nodes[0].State = &v1alpha1.NodeSecurityStateSpec{Incarnation: "a-boot-1"}
-	var kept []*Evaluation
-	var want [][]wire.NodeResult
-	for range 2 * len(bodies) {
-		ev, err := c.Evaluate(context.Background(), req)
-		if err != nil {
-			t.Fatalf("Evaluate() error = %v", err)
-		}
-		kept, want = append(kept, ev), append(want, snapshot(t, ev))
-	}
-	for i, ev := range kept {
-		if diff := cmp.Diff(want[i], snapshot(t, ev)); diff != "" {
-			t.Errorf("evaluation %d changed after later calls (-then +now):\n%s", i, diff)
-		}
-	}
+	kept := keepEvaluations(t, c, 2*len(bodies), func(int) *wire.EvaluateRequest { return req })
 	if got := kept[0].Results[1].Incarnation; got != "b-boot-9" {
 		t.Errorf("incarnation not in the request = %q, want b-boot-9", got)
 	}
@@ -110,24 +94,35 @@ func TestAnswersOutliveTheirBuffers(t *testing.T) {
 func TestLargeAnswersOutliveTheirBuffers(t *testing.T) {
 	withScribble(t)
 	c := realServerClient(t, evaluate.Options{Profile: guard.ProfileLab}, 30*time.Second)
-	var kept []*Evaluation
-	var want [][]wire.NodeResult
-	for i := range 4 {
+	keepEvaluations(t, c, 4, func(i int) *wire.EvaluateRequest {
 		req := benchdata.Request(3000-i*500, 1, time.Now().Add(-time.Duration(i)*time.Second))
 		for n := range req.Nodes {
 			req.Nodes[n].Name = fmt.Sprintf("call-%d-node-%d", i, n)
 		}
-		ev, err := c.Evaluate(context.Background(), req)
+		return req
+	})
+}
+
+// keepEvaluations makes calls evaluations of request(i) in turn, keeping
+// each with a deep copy taken when it returned, and fails unless every one
+// still equals its copy after the later calls. It returns them.
+func keepEvaluations(t *testing.T, c *Client, calls int, request func(i int) *wire.EvaluateRequest) []*Evaluation {
+	t.Helper()
+	kept := make([]*Evaluation, calls)
+	want := make([][]wire.NodeResult, calls)
+	for i := range calls {
+		ev, err := c.Evaluate(context.Background(), request(i))
 		if err != nil {
 			t.Fatalf("Evaluate() error = %v", err)
 		}
-		kept, want = append(kept, ev), append(want, snapshot(t, ev))
+		kept[i], want[i] = ev, snapshot(t, ev)
 	}
 	for i, ev := range kept {
 		if diff := cmp.Diff(want[i], snapshot(t, ev)); diff != "" {
 			t.Errorf("evaluation %d changed after later calls (-then +now):\n%s", i, diff)
 		}
 	}
+	return kept
 }
 
 // TestRefusedAnswersQuoteIntactText checks that an answer refused after

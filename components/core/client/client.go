@@ -93,7 +93,7 @@ func (c *Client) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*Eval
 	defer cancel()
 	body := c.encode(req)
 	answer := answers.Get().(*[]byte)
-	data, err := c.post(ctx, body, answer)
+	err := c.post(ctx, body, answer)
 	body.release()
 	if err != nil {
 		recycleAnswer(answer)
@@ -101,6 +101,7 @@ func (c *Client) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*Eval
 	}
 	// Strict decoding, except that fields added by a newer evaluator are
 	// skipped: duplicate keys or a null decision must not slip through.
+	data := *answer
 	out, err := wire.DecodeEvaluateResponseFor(unsafe.String(unsafe.SliceData(data), len(data)), len(req.Nodes))
 	if err != nil {
 		// Rare: the buffer is dropped rather than reused, so that nothing
@@ -148,10 +149,10 @@ func (c *Client) encode(req *wire.EvaluateRequest) *requestBody {
 
 // post sends body and reads the body of a 200 JSON answer into answer;
 // every other outcome is an error.
-func (c *Client) post(ctx context.Context, body *requestBody, answer *[]byte) ([]byte, error) {
+func (c *Client) post(ctx context.Context, body *requestBody, answer *[]byte) error {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, body.reader())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	// The length is known, so the body goes in one piece, not chunked; and
 	// a transport that must retry on a fresh connection reads it again.
@@ -161,25 +162,25 @@ func (c *Client) post(ctx context.Context, body *requestBody, answer *[]byte) ([
 	hreq.Header.Set("Accept", wire.ContentType)
 	resp, err := c.http.Do(hreq)
 	if err != nil {
-		return nil, transportError(ctx, err)
+		return transportError(ctx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, statusError(resp)
+		return statusError(resp)
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != wire.ContentType {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != wire.ContentType {
-			return nil, fmt.Errorf("%w: content type %q, want %s", ErrMalformedResponse, ct, wire.ContentType)
+			return fmt.Errorf("%w: content type %q, want %s", ErrMalformedResponse, ct, wire.ContentType)
 		}
 	}
 	*answer, err = readBody(resp, c.maxResponseBytes, *answer)
 	if err != nil {
-		return nil, transportError(ctx, err)
+		return transportError(ctx, err)
 	}
 	if int64(len(*answer)) > c.maxResponseBytes {
-		return nil, fmt.Errorf("%w: answer exceeds %d bytes", ErrMalformedResponse, c.maxResponseBytes)
+		return fmt.Errorf("%w: answer exceeds %d bytes", ErrMalformedResponse, c.maxResponseBytes)
 	}
-	return *answer, nil
+	return nil
 }
 
 // transportError classifies a failed round trip. A deadline, the call's or

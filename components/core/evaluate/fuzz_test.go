@@ -64,16 +64,26 @@ func checkLargeMatchesAlone(t *testing.T, e *Evaluator, req *wire.EvaluateReques
 		}
 	}
 	memoNodes, parallelNodes = 1, 1
-	whole := e.Evaluate(&large)
+	checkEachAlone(t, e, &large, e.Evaluate(&large))
+}
+
+// checkEachAlone decides every node of req in a request of its own, with
+// nothing remembered and on one CPU, and fails unless each answer is the
+// node's result in whole, the answer to req. It returns the answers alone.
+func checkEachAlone(t *testing.T, e *Evaluator, req *wire.EvaluateRequest, whole *wire.EvaluateResponse) []wire.NodeResult {
+	t.Helper()
+	defer func(m, p int) { memoNodes, parallelNodes = m, p }(memoNodes, parallelNodes)
 	memoNodes, parallelNodes = math.MaxInt, math.MaxInt
-	for i := range large.Nodes {
-		alone := large
-		alone.Nodes = large.Nodes[i : i+1]
-		want := e.Evaluate(&alone)
-		if diff := cmp.Diff(want.Results[0], whole.Results[i]); diff != "" {
+	out := make([]wire.NodeResult, len(req.Nodes))
+	for i := range req.Nodes {
+		alone := *req
+		alone.Nodes = req.Nodes[i : i+1]
+		out[i] = e.Evaluate(&alone).Results[0]
+		if diff := cmp.Diff(out[i], whole.Results[i]); diff != "" {
 			t.Fatalf("node %d decided differently in a large request (-alone +large):\n%s", i, diff)
 		}
 	}
+	return out
 }
 
 // FuzzDecodeAndEvaluate feeds raw bodies through the server's decoder and
