@@ -102,8 +102,8 @@ func TestMinimalWebhookWithoutEnforcement(t *testing.T) {
 // webhook's accepted set; disabled entries render nothing.
 func TestIntegrationsAreData(t *testing.T) {
 	objs := objects(t, mustRender(t, loadChart(t), withTestCA(t, readValues(t, "enforcement-integrations"))).Manifest)
-	if got, _ := flagValue(webhookArgs(t, objs), "external-schedulers"); got != "runai-scheduler,volcano" {
-		t.Errorf("--external-schedulers=%q, want runai-scheduler,volcano", got)
+	if got := schedulerProfiles(t, webhookArgs(t, objs)); len(got) != 2 || len(got["runai-scheduler"]) != 1 || len(got["volcano"]) != 1 {
+		t.Errorf("--scheduler-profile: %v, want one selector each for runai-scheduler and volcano", got)
 	}
 	binders, _ := flagValue(webhookArgs(t, objs), "binder-serviceaccounts")
 	if want := "system:serviceaccount:" + releaseNS + ":xila-guard-scheduler,system:serviceaccount:volcano-system:volcano-scheduler"; binders != want {

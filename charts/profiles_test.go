@@ -86,9 +86,14 @@ func TestProfiles(t *testing.T) {
 			if got, want := toYAML(t, field(vwc.raw, "webhooks", 0, "objectSelector")), toYAML(t, in["workloadSelector"]); got != want {
 				t.Errorf("objectSelector\n%s\nwant the workload selector\n%s", got, want)
 			}
-			got, _ := flagValue(webhookArgs(t, objs), "external-schedulers")
-			if in["schedulerName"] != "xila-guard-scheduler" && got != in["schedulerName"] {
-				t.Errorf("--external-schedulers=%q, want %v", got, in["schedulerName"])
+			got := schedulerProfiles(t, webhookArgs(t, objs))
+			if name, _ := in["schedulerName"].(string); name != "xila-guard-scheduler" {
+				want := labelSelector(t, in["workloadSelector"])
+				if len(got[name]) != 1 || got[name][0] != want {
+					t.Errorf("--scheduler-profile of %s: %v, want the workload selector %q", name, got[name], want)
+				}
+			} else if len(got) != 0 {
+				t.Errorf("--scheduler-profile %v for the controlled scheduler's profile", got)
 			}
 		})
 		all = append(all, p.Integration)
@@ -104,10 +109,10 @@ func TestProfiles(t *testing.T) {
 	if n != len(profiles) {
 		t.Errorf("%d webhook configurations for %d profiles", n, len(profiles))
 	}
-	got, _ := flagValue(webhookArgs(t, objs), "external-schedulers")
+	got := schedulerProfiles(t, webhookArgs(t, objs))
 	for file, want := range wantSchedulers {
-		if want != "xila-guard-scheduler" && !slices.Contains(strings.Split(got, ","), want) {
-			t.Errorf("--external-schedulers=%q lacks %s's %s", got, file, want)
+		if _, ok := got[want]; want != "xila-guard-scheduler" && !ok {
+			t.Errorf("--scheduler-profile %v lacks %s's %s", got, file, want)
 		}
 	}
 }

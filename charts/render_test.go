@@ -12,6 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/releaseutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
 
@@ -196,4 +198,44 @@ func toYAML(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(bytes.TrimSpace(b))
+}
+
+// schedulerProfiles reads the webhook's --scheduler-profile flags: the
+// selectors of each scheduler, each parsed and printed again so that two
+// spellings of one selector compare equal.
+func schedulerProfiles(t *testing.T, args []string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, a := range args {
+		v, ok := strings.CutPrefix(a, "--scheduler-profile=")
+		if !ok {
+			continue
+		}
+		name, sel, _ := strings.Cut(v, "=")
+		s, err := labels.Parse(sel)
+		if err != nil {
+			t.Fatalf("--scheduler-profile=%s: %v", v, err)
+		}
+		out[name] = append(out[name], s.String())
+	}
+	return out
+}
+
+// labelSelector prints a workloadSelector of the values as labels.Parse
+// would print it.
+func labelSelector(t *testing.T, v any) string {
+	t.Helper()
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ls metav1.LabelSelector
+	if err := yaml.Unmarshal(b, &ls); err != nil {
+		t.Fatal(err)
+	}
+	s, err := metav1.LabelSelectorAsSelector(&ls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.String()
 }

@@ -44,3 +44,36 @@ env:
 - name: GOMEMLIMIT
   value: {{ .memoryLimit | quote }}
 {{- end }}
+
+{{/* A list of strings as the elements of a CEL list literal: 'a', 'b'. */}}
+{{- define "xila-guard.policy.strings" -}}
+{{- $out := list -}}
+{{- range . -}}
+{{- if or (contains "'" .) (contains "\\" .) -}}
+{{- fail (printf "%q: quotes and backslashes are not allowed in names the admission policies match" .) -}}
+{{- end -}}
+{{- $out = append $out (printf "'%s'" .) -}}
+{{- end -}}
+{{- join ", " $out -}}
+{{- end }}
+
+{{/* The variables every node policy shares: the labels of the node and of
+     its old version ({} at CREATE), and whether a node's own credentials
+     make the request. */}}
+{{- define "xila-guard.policy.nodeVariables" -}}
+- name: labels
+  expression: "object.metadata.?labels.orValue({})"
+- name: oldLabels
+  expression: "oldObject == null ? {} : oldObject.metadata.?labels.orValue({})"
+- name: node
+  expression: "request.userInfo.username.startsWith('system:node:') || request.userInfo.?groups.orValue([]).exists(g, g == 'system:nodes')"
+{{- end }}
+
+{{/* A CEL expression, true when the requester is one of the users or in
+     one of the groups, and not a node:
+     include "xila-guard.policy.principal" (list $users $groups) */}}
+{{- define "xila-guard.policy.principal" -}}
+{{- $users := index . 0 | default list -}}
+{{- $groups := index . 1 | default list -}}
+{{- printf "!variables.node && (request.userInfo.username in [%s] || request.userInfo.?groups.orValue([]).exists(g, g in [%s]))" (include "xila-guard.policy.strings" $users) (include "xila-guard.policy.strings" $groups) -}}
+{{- end }}

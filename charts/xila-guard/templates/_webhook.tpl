@@ -150,3 +150,28 @@ timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
 {{- $k := printf "'%s'" . -}}
 (has(oldObject.metadata.labels) && {{ $k }} in oldObject.metadata.labels && (!has(object.metadata.labels) || !({{ $k }} in object.metadata.labels) || object.metadata.labels[{{ $k }}] != oldObject.metadata.labels[{{ $k }}])) || (has(oldObject.spec.taints) && oldObject.spec.taints.exists(t, t.key == {{ $k }} && (!has(object.spec.taints) || !object.spec.taints.exists(n, n.key == t.key && n.effect == t.effect && (has(n.value) ? n.value : '') == (has(t.value) ? t.value : '')))))
 {{- end }}
+
+{{/* A metav1.LabelSelector as the string form labels.Parse reads:
+     matchLabels as k=v, matchExpressions as "k in (a,b)", "k notin (a)",
+     "k" and "!k". */}}
+{{- define "xila-guard.selectorString" -}}
+{{- $out := list -}}
+{{- range $k, $v := (get . "matchLabels" | default dict) -}}
+{{- $out = append $out (printf "%s=%s" $k $v) -}}
+{{- end -}}
+{{- range (get . "matchExpressions" | default list) -}}
+{{- $op := .operator -}}
+{{- if eq $op "In" -}}
+{{- $out = append $out (printf "%s in (%s)" .key (join "," .values)) -}}
+{{- else if eq $op "NotIn" -}}
+{{- $out = append $out (printf "%s notin (%s)" .key (join "," .values)) -}}
+{{- else if eq $op "Exists" -}}
+{{- $out = append $out .key -}}
+{{- else if eq $op "DoesNotExist" -}}
+{{- $out = append $out (printf "!%s" .key) -}}
+{{- else -}}
+{{- fail (printf "workloadSelector: operator %q of key %s: want In, NotIn, Exists or DoesNotExist" $op .key) -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $out -}}
+{{- end }}

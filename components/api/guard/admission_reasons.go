@@ -23,6 +23,21 @@ const (
 	ReasonHostIPC Reason = "HOST_IPC"
 	// ReasonHostPathVolume: a protected pod mounts a hostPath volume.
 	ReasonHostPathVolume Reason = "HOST_PATH_VOLUME"
+	// ReasonPodSecurityBaseline: a protected pod breaks a control of the
+	// baseline Pod Security Standard (capabilities, seccomp, AppArmor,
+	// SELinux, procMount, sysctls, host ports, ...), named in the message.
+	ReasonPodSecurityBaseline Reason = "POD_SECURITY_BASELINE"
+	// ReasonPodSecurityRestricted: a protected pod whose policy asks for the
+	// restricted Pod Security Standard breaks one of its controls.
+	ReasonPodSecurityRestricted Reason = "POD_SECURITY_RESTRICTED"
+	// ReasonForeignPool: a protected pod selects, requires or tolerates a
+	// pool other than its tenant's (by label value, by a taint toleration of
+	// another value, or by a wildcard).
+	ReasonForeignPool Reason = "FOREIGN_POOL"
+	// ReasonSchedulerProfileMismatch: a protected pod names an external
+	// scheduler but does not match the workload selector of the
+	// orchestrator profile that scheduler belongs to.
+	ReasonSchedulerProfileMismatch Reason = "SCHEDULER_PROFILE_MISMATCH"
 	// ReasonPoolToleration: a pod outside every tenant tolerates the pool
 	// taint, by its key or by a wildcard toleration.
 	ReasonPoolToleration Reason = "POOL_TOLERATION"
@@ -55,6 +70,7 @@ const (
 var AdmissionReasons = []Reason{
 	ReasonSchedulerNotAllowed, ReasonNodeNameSet, ReasonPrivilegedContainer,
 	ReasonHostNetwork, ReasonHostPID, ReasonHostIPC, ReasonHostPathVolume,
+	ReasonPodSecurityBaseline, ReasonPodSecurityRestricted, ReasonForeignPool, ReasonSchedulerProfileMismatch,
 	ReasonPoolToleration, ReasonPoolSelector, ReasonPoolNodeName, ReasonNodeUnknown,
 	ReasonBindingNotAllowed, ReasonPoolMembershipLocked,
 	ReasonUnexpectedRequest, ReasonLookupFailed,

@@ -35,13 +35,6 @@ func (c Caches) Listing(namespace string) ([]*v1alpha1.TenantBinding, error) {
 	return out, nil
 }
 
-// TenantBinding returns the named TenantBinding from the cache, or nil.
-func (c Caches) TenantBinding(name string) (*v1alpha1.TenantBinding, error) {
-	obj, _, _ := c.Bindings.GetByKey(name)
-	b, _ := obj.(*v1alpha1.TenantBinding)
-	return b, nil
-}
-
 // PlacementPolicy returns the named PlacementPolicy from the cache, or nil.
 func (c Caches) PlacementPolicy(name string) (*v1alpha1.PlacementPolicy, error) {
 	obj, _, _ := c.Policies.GetByKey(name)

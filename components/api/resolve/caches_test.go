@@ -43,12 +43,6 @@ func TestCaches(t *testing.T) {
 			t.Errorf("Listing(%s) (-want +got):\n%s", ns, diff)
 		}
 	}
-	if b, err := c.TenantBinding("acme"); err != nil || b == nil || b.Name != "acme" {
-		t.Errorf("TenantBinding(acme) = %v, %v; want acme", b, err)
-	}
-	if b, err := c.TenantBinding("ghost"); err != nil || b != nil {
-		t.Errorf("TenantBinding(ghost) = %v, %v; want nil, nil", b, err)
-	}
 	if p, err := c.PlacementPolicy("strict"); err != nil || p == nil || p.Name != "strict" {
 		t.Errorf("PlacementPolicy(strict) = %v, %v; want strict", p, err)
 	}

@@ -16,8 +16,6 @@ import (
 type Lookup interface {
 	// Listing returns the TenantBindings that list the namespace.
 	Listing(namespace string) ([]*v1alpha1.TenantBinding, error)
-	// TenantBinding returns the named TenantBinding.
-	TenantBinding(name string) (*v1alpha1.TenantBinding, error)
 	// PlacementPolicy returns the named PlacementPolicy.
 	PlacementPolicy(name string) (*v1alpha1.PlacementPolicy, error)
 }
@@ -49,13 +47,14 @@ type Tenant struct {
 
 // Namespace decides a namespace's tenant and policy.
 //
-// The TenantBinding that lists the namespace is authoritative. A namespace
-// that is only labelled belongs to the labelled tenant, whose TenantBinding
-// (named after the tenant) still supplies the pool and the policy. Two
-// bindings listing one namespace, an empty label, or a label that
-// contradicts the binding leave the tenant unresolved: guessing would open
-// one tenant's pool to another's pods. The policy is the binding's
-// effectivePolicyRef, else the namespace's guard.xila.us/policy annotation.
+// The TenantBinding that lists the namespace is the only source of its
+// tenant. A namespace that carries the tenant label but that no binding
+// lists is protected, and its tenant is unresolved: whoever can create or
+// label a namespace must not become a tenant by naming one. Two bindings
+// listing one namespace, or a label that contradicts the binding, leave the
+// tenant unresolved too: guessing would open one tenant's pool to
+// another's pods. The policy is the binding's effectivePolicyRef, else the
+// namespace's guard.xila.us/policy annotation.
 //
 // ns is the namespace, typically a *corev1.Namespace. Errors are the
 // Lookup's, returned as they are.
@@ -69,7 +68,6 @@ func Namespace(ns metav1.Object, l Lookup) (Identity, error) {
 		return Identity{}, nil
 	}
 	id := Identity{Protected: true}
-	var b *v1alpha1.TenantBinding
 	switch {
 	case len(listing) > 1:
 		names := make([]string, len(listing))
@@ -79,28 +77,20 @@ func Namespace(ns metav1.Object, l Lookup) (Identity, error) {
 		slices.Sort(names)
 		id.Note = fmt.Sprintf("namespace %s is listed by several TenantBindings (%s)", ns.GetName(), strings.Join(names, ", "))
 		return id, nil
-	case len(listing) == 1 && labelled && listing[0].Spec.TenantID != label:
+	case len(listing) == 0:
+		id.Note = fmt.Sprintf("namespace %s is labelled %s=%s but no TenantBinding lists it; only a TenantBinding's namespaces name a tenant",
+			ns.GetName(), guard.LabelTenant, label)
+		return id, nil
+	case labelled && listing[0].Spec.TenantID != label:
 		id.Note = fmt.Sprintf("namespace %s is labelled %s=%s but listed by the TenantBinding of tenant %s",
 			ns.GetName(), guard.LabelTenant, label, listing[0].Spec.TenantID)
 		return id, nil
-	case len(listing) == 1:
-		b = listing[0]
-	case label == "":
-		id.Note = fmt.Sprintf("namespace %s has an empty %s label", ns.GetName(), guard.LabelTenant)
-		return id, nil
-	default:
-		if b, err = l.TenantBinding(label); err != nil {
-			return Identity{}, err
-		}
 	}
-	if b != nil {
-		id.Tenant = &Tenant{ID: b.Spec.TenantID, Pool: b.Spec.Pool()}
-	} else {
-		id.Tenant = &Tenant{ID: label}
-	}
+	b := listing[0]
+	id.Tenant = &Tenant{ID: b.Spec.TenantID, Pool: b.Spec.Pool()}
 	name, source := policyName(b, ns)
 	if name == "" {
-		id.Note = "the tenant has no TenantBinding with an effectivePolicyRef and the namespace no " + guard.AnnotationPolicy + " annotation"
+		id.Note = "TenantBinding " + b.Name + " has no effectivePolicyRef and the namespace no " + guard.AnnotationPolicy + " annotation"
 		return id, nil
 	}
 	p, err := l.PlacementPolicy(name)
@@ -118,7 +108,7 @@ func Namespace(ns metav1.Object, l Lookup) (Identity, error) {
 // policyName returns the name of the policy that applies and where it came
 // from: the binding's effectivePolicyRef, or else the namespace annotation.
 func policyName(b *v1alpha1.TenantBinding, ns metav1.Object) (name, source string) {
-	if b != nil && b.Spec.EffectivePolicyRef != nil && b.Spec.EffectivePolicyRef.Name != "" {
+	if b.Spec.EffectivePolicyRef != nil && b.Spec.EffectivePolicyRef.Name != "" {
 		return b.Spec.EffectivePolicyRef.Name, "TenantBinding " + b.Name
 	}
 	return ns.GetAnnotations()[guard.AnnotationPolicy], "the " + guard.AnnotationPolicy + " annotation of namespace " + ns.GetName()

@@ -19,7 +19,6 @@ type world struct {
 	bindings   []*v1alpha1.TenantBinding
 	policies   []*v1alpha1.PlacementPolicy
 	listErr    error
-	bindingErr error
 	policyErr  error
 }
 
@@ -31,10 +30,6 @@ func (w *world) Listing(namespace string) ([]*v1alpha1.TenantBinding, error) {
 		}
 	}
 	return out, w.listErr
-}
-
-func (w *world) TenantBinding(name string) (*v1alpha1.TenantBinding, error) {
-	return named(w.bindings, name, w.bindingErr)
 }
 
 func (w *world) PlacementPolicy(name string) (*v1alpha1.PlacementPolicy, error) {
@@ -119,54 +114,43 @@ func TestNamespace(t *testing.T) {
 		bindings: []*v1alpha1.TenantBinding{binding("acme", "", "strict", "acme-ml")},
 		want:     got{Protected: true, Tenant: &Tenant{ID: "acme", Pool: "acme"}, Policy: "strict"},
 	}, {
-		name:     "labelled, binding of the tenant lists other namespaces",
+		name:     "labelled, binding of the tenant lists other namespaces: only a listing names a tenant",
 		ns:       labelled("acme-extra", "acme"),
 		bindings: []*v1alpha1.TenantBinding{binding("acme", "acme-gpus", "strict", "acme-ml")},
-		want:     got{Protected: true, Tenant: &Tenant{ID: "acme", Pool: "acme-gpus"}, Policy: "strict"},
+		want: got{Protected: true,
+			Note: "namespace acme-extra is labelled guard.xila.us/tenant=acme but no TenantBinding lists it; only a TenantBinding's namespaces name a tenant"},
 	}, {
 		name:     "labelled, binding of the tenant lists no namespace",
 		ns:       labelled("acme-ml", "acme"),
 		bindings: []*v1alpha1.TenantBinding{binding("acme", "acme-pool", "strict")},
-		want:     got{Protected: true, Tenant: &Tenant{ID: "acme", Pool: "acme-pool"}, Policy: "strict"},
+		want: got{Protected: true,
+			Note: "namespace acme-ml is labelled guard.xila.us/tenant=acme but no TenantBinding lists it; only a TenantBinding's namespaces name a tenant"},
 	}, {
-		name: "labelled, no binding: annotation names the policy",
+		name: "labelled, no binding, annotation names a policy: still unresolved",
 		ns:   annotated(labelled("acme-ml", "acme"), "lenient"),
-		want: got{Protected: true, Tenant: &Tenant{ID: "acme"}, Policy: "lenient"},
+		want: got{Protected: true,
+			Note: "namespace acme-ml is labelled guard.xila.us/tenant=acme but no TenantBinding lists it; only a TenantBinding's namespaces name a tenant"},
 	}, {
 		name:     "binding reference wins over the annotation",
 		ns:       annotated(labelled("acme-ml", "acme"), "lenient"),
 		bindings: []*v1alpha1.TenantBinding{binding("acme", "", "strict", "acme-ml")},
 		want:     got{Protected: true, Tenant: &Tenant{ID: "acme", Pool: "acme"}, Policy: "strict"},
 	}, {
-		name:     "binding named after the label: its reference wins over the annotation",
-		ns:       annotated(labelled("acme-ml", "acme"), "lenient"),
-		bindings: []*v1alpha1.TenantBinding{binding("acme", "acme-pool", "strict")},
-		want:     got{Protected: true, Tenant: &Tenant{ID: "acme", Pool: "acme-pool"}, Policy: "strict"},
-	}, {
 		name:     "annotation is the fallback when the listing binding has no reference",
 		ns:       annotated(namespace("acme-ml", nil, nil), "lenient"),
 		bindings: []*v1alpha1.TenantBinding{binding("acme", "", "", "acme-ml")},
 		want:     got{Protected: true, Tenant: &Tenant{ID: "acme", Pool: "acme"}, Policy: "lenient"},
 	}, {
-		name:     "annotation is the fallback when the named binding has no reference",
-		ns:       annotated(labelled("beta-ml", "beta"), "lenient"),
-		bindings: []*v1alpha1.TenantBinding{binding("beta", "", "")},
-		want:     got{Protected: true, Tenant: &Tenant{ID: "beta", Pool: "beta"}, Policy: "lenient"},
-	}, {
-		name: "no policy anywhere",
-		ns:   labelled("acme-ml", "acme"),
-		want: got{Protected: true, Tenant: &Tenant{ID: "acme"},
-			Note: "the tenant has no TenantBinding with an effectivePolicyRef and the namespace no guard.xila.us/policy annotation"},
-	}, {
 		name:     "binding without a reference and no annotation",
 		ns:       labelled("beta-ml", "beta"),
-		bindings: []*v1alpha1.TenantBinding{binding("beta", "", "")},
+		bindings: []*v1alpha1.TenantBinding{binding("beta", "", "", "beta-ml")},
 		want: got{Protected: true, Tenant: &Tenant{ID: "beta", Pool: "beta"},
-			Note: "the tenant has no TenantBinding with an effectivePolicyRef and the namespace no guard.xila.us/policy annotation"},
+			Note: "TenantBinding beta has no effectivePolicyRef and the namespace no guard.xila.us/policy annotation"},
 	}, {
-		name: "annotation names a missing policy",
-		ns:   annotated(labelled("acme-ml", "acme"), "gone"),
-		want: got{Protected: true, Tenant: &Tenant{ID: "acme"},
+		name:     "annotation names a missing policy",
+		ns:       annotated(labelled("acme-ml", "acme"), "gone"),
+		bindings: []*v1alpha1.TenantBinding{binding("acme", "", "", "acme-ml")},
+		want: got{Protected: true, Tenant: &Tenant{ID: "acme", Pool: "acme"},
 			Note: "PlacementPolicy gone, named by the guard.xila.us/policy annotation of namespace acme-ml, does not exist"},
 	}, {
 		name:     "binding names a missing policy",
@@ -192,7 +176,13 @@ func TestNamespace(t *testing.T) {
 	}, {
 		name: "empty label",
 		ns:   labelled("acme-ml", ""),
-		want: got{Protected: true, Note: "namespace acme-ml has an empty guard.xila.us/tenant label"},
+		want: got{Protected: true,
+			Note: "namespace acme-ml is labelled guard.xila.us/tenant= but no TenantBinding lists it; only a TenantBinding's namespaces name a tenant"},
+	}, {
+		name:     "empty label on a listed namespace contradicts the binding",
+		ns:       labelled("acme-ml", ""),
+		bindings: []*v1alpha1.TenantBinding{binding("acme", "", "strict", "acme-ml")},
+		want:     got{Protected: true, Note: "namespace acme-ml is labelled guard.xila.us/tenant= but listed by the TenantBinding of tenant acme"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -215,7 +205,6 @@ func TestNamespace(t *testing.T) {
 // never a guess: no identity, protected or not, comes with it.
 func TestNamespaceLookupErrors(t *testing.T) {
 	boom := errors.New("boom")
-	policies := []*v1alpha1.PlacementPolicy{policy("strict")}
 	cases := []struct {
 		name  string
 		ns    *corev1.Namespace
@@ -225,17 +214,13 @@ func TestNamespaceLookupErrors(t *testing.T) {
 		ns:    namespace("default", nil, nil),
 		world: world{listErr: boom},
 	}, {
-		name:  "reading the labelled tenant's binding fails",
-		ns:    labelled("acme-ml", "acme"),
-		world: world{bindingErr: boom, policies: policies},
-	}, {
 		name:  "reading the policy fails",
 		ns:    namespace("acme-ml", nil, nil),
 		world: world{bindings: []*v1alpha1.TenantBinding{binding("acme", "", "strict", "acme-ml")}, policyErr: boom},
 	}, {
 		name:  "reading the annotated policy fails",
 		ns:    annotated(labelled("acme-ml", "acme"), "strict"),
-		world: world{policyErr: boom},
+		world: world{bindings: []*v1alpha1.TenantBinding{binding("acme", "", "", "acme-ml")}, policyErr: boom},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

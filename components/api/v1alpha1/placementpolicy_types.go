@@ -51,7 +51,25 @@ type PlacementPolicySpec struct {
 	// confidential GPUs, known launch measurements or a fresh attestation.
 	// +optional
 	ConfidentialComputing *ConfidentialComputingPolicy `json:"confidentialComputing,omitempty"`
+
+	// podSecurity is the Pod Security Standards level every pod of the
+	// tenant must meet: baseline (the default) or restricted. The admission
+	// webhook judges it with the Kubernetes pod-security-admission checks
+	// at their latest version, and each refusal names the control.
+	// +kubebuilder:default=baseline
+	// +optional
+	PodSecurity PodSecurityLevel `json:"podSecurity,omitempty"`
 }
+
+// PodSecurityLevel is a level of the Kubernetes Pod Security Standards.
+// +kubebuilder:validation:Enum=baseline;restricted
+type PodSecurityLevel string
+
+// Pod Security Standards levels a policy may require.
+const (
+	PodSecurityBaseline   PodSecurityLevel = "baseline"
+	PodSecurityRestricted PodSecurityLevel = "restricted"
+)
 
 // EvidencePolicy says which NodeSecurityStates the evaluator may rely on.
 type EvidencePolicy struct {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,9 +22,15 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
-// DefaultRefreshPeriod is how often unchanged evidence is confirmed. It is
-// well below the policies' default maximum evidence age of ten minutes.
+// DefaultRefreshPeriod is how often unchanged mock evidence is confirmed,
+// and how often nfd evidence is read again. It is well below the policies'
+// default maximum evidence age of ten minutes.
 const DefaultRefreshPeriod = time.Minute
+
+// LabelGFDTimestamp is the Unix time, in seconds, at which GPU feature
+// discovery last confirmed a node's labels; it rewrites it at every pass
+// (its default). It is what the observedAt of nfd evidence means.
+const LabelGFDTimestamp = "nvidia.com/gfd.timestamp"
 
 // Publisher keeps one NodeSecurityState per pool node, named after it.
 // It leaves attested evidence alone: another publisher owns that.
@@ -74,7 +81,7 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	}
 	now := p.now()
 	period := p.period()
-	want := p.spec(node, now)
+	want, confirmed := p.spec(node, now)
 
 	nss := &v1alpha1.NodeSecurityState{}
 	err := p.Client.Get(ctx, client.ObjectKey{Name: node.Name}, nss)
@@ -95,9 +102,16 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	case nss.Spec.Source == v1alpha1.SourceAttested:
 		return reconcile.Result{}, nil
 	}
+	same := sameFacts(&nss.Spec, &want) && nss.Labels[guard.LabelTenantPool] == pool
+	if same && !confirmed {
+		// Nothing confirmed the facts since they were first seen: they
+		// keep their observedAt and grow stale.
+		return reconcile.Result{RequeueAfter: period}, nil
+	}
 	age := now.Sub(nss.Spec.ObservedAt.Time)
-	if sameFacts(&nss.Spec, &want) && nss.Labels[guard.LabelTenantPool] == pool && age >= 0 && age < period {
-		return reconcile.Result{RequeueAfter: period - age}, nil
+	if same && (want.Source != v1alpha1.SourceMock && nss.Spec.ObservedAt.Equal(&want.ObservedAt) ||
+		want.Source == v1alpha1.SourceMock && age >= 0 && age < period) {
+		return reconcile.Result{RequeueAfter: min(period, max(period-age, time.Second))}, nil
 	}
 	base := nss.DeepCopy()
 	fill(nss, node, pool, want)
@@ -111,10 +125,23 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	return reconcile.Result{RequeueAfter: period}, nil
 }
 
-// spec builds the evidence of node as observed now.
-func (p *Publisher) spec(node *corev1.Node, now time.Time) v1alpha1.NodeSecurityStateSpec {
+// spec builds the evidence of node as read now, and says whether its
+// source confirmed it: observedAt is then when the source last confirmed
+// the facts, never merely when they were read. Mock evidence is confirmed
+// by the publisher itself (it is simulated, and refused by the production
+// profile). nfd evidence is confirmed by GPU feature discovery's
+// timestamp label; without one, nothing confirms it, and its observedAt is
+// when its facts were first read, so that a labeller that stops shows up
+// as stale evidence.
+func (p *Publisher) spec(node *corev1.Node, now time.Time) (v1alpha1.NodeSecurityStateSpec, bool) {
 	f := FromLabels(node.Labels, p.Lab)
 	at := metav1.NewTime(now.UTC().Truncate(time.Second))
+	confirmed := f.Source == v1alpha1.SourceMock
+	if f.Source == v1alpha1.SourceNFD {
+		if ts, ok := gfdTimestamp(node.Labels[LabelGFDTimestamp], now); ok {
+			at, confirmed = metav1.NewTime(ts), true
+		}
+	}
 	if f.TEE != nil && f.TEE.Attestation != nil {
 		f.TEE.Attestation.VerifiedAt = at
 	}
@@ -126,7 +153,25 @@ func (p *Publisher) spec(node *corev1.Node, now time.Time) v1alpha1.NodeSecurity
 		Complete:    f.Complete,
 		Devices:     f.Devices,
 		TEE:         f.TEE,
+	}, confirmed
+}
+
+// gfdTimestamp reads GPU feature discovery's timestamp label. A time in
+// the future (beyond a minute of clock skew) is no confirmation: the node's
+// clock or the label cannot be trusted; a time slightly ahead counts as now.
+func gfdTimestamp(v string, now time.Time) (time.Time, bool) {
+	secs, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || secs <= 0 {
+		return time.Time{}, false
 	}
+	ts := time.Unix(secs, 0).UTC()
+	switch {
+	case ts.After(now.Add(time.Minute)):
+		return time.Time{}, false
+	case ts.After(now):
+		return now.UTC().Truncate(time.Second), true
+	}
+	return ts, true
 }
 
 // fill writes the evidence and the pool label into nss.

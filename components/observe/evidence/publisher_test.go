@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -74,20 +75,53 @@ func TestPublisher(t *testing.T) {
 		t.Errorf("requeue after %s, want 1m", res.RequeueAfter)
 	}
 
-	t.Run("unchanged evidence is not rewritten before the period", func(t *testing.T) {
+	t.Run("unchanged evidence is not rewritten, and read again a period later", func(t *testing.T) {
 		clk.SetTime(clk.Now().Add(20 * time.Second))
-		if res := reconcileOK(); res.RequeueAfter != 40*time.Second {
-			t.Errorf("requeue after %s, want 40s", res.RequeueAfter)
+		if res := reconcileOK(); res.RequeueAfter != time.Minute {
+			t.Errorf("requeue after %s, want 1m", res.RequeueAfter)
 		}
 		if got := get(); got.ResourceVersion != first.ResourceVersion {
 			t.Error("state rewritten although nothing changed")
 		}
 	})
-	t.Run("observedAt is refreshed after the period", func(t *testing.T) {
-		clk.SetTime(clk.Now().Add(time.Minute))
+	t.Run("without a source timestamp, reading the same labels again confirms nothing", func(t *testing.T) {
+		clk.SetTime(clk.Now().Add(10 * time.Minute))
 		reconcileOK()
-		if got := get(); !got.Spec.ObservedAt.Time.Equal(clk.Now()) || got.Spec.Incarnation != first.Spec.Incarnation {
-			t.Errorf("observedAt %s incarnation %s, want %s and the same incarnation", got.Spec.ObservedAt, got.Spec.Incarnation, clk.Now())
+		if got := get(); !got.Spec.ObservedAt.Equal(&first.Spec.ObservedAt) || got.ResourceVersion != first.ResourceVersion {
+			t.Errorf("observedAt %s (resourceVersion %s), want it kept at %s: a silent labeller must show up as stale evidence",
+				got.Spec.ObservedAt, got.ResourceVersion, first.Spec.ObservedAt)
+		}
+	})
+	setLabel := func(k, v string) {
+		t.Helper()
+		n := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "gpu-1"}, n); err != nil {
+			t.Fatal(err)
+		}
+		n.Labels[k] = v
+		if err := c.Update(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("observedAt is GPU feature discovery's last confirmation", func(t *testing.T) {
+		confirmed := clk.Now().Add(-30 * time.Second).Truncate(time.Second)
+		setLabel(LabelGFDTimestamp, strconv.FormatInt(confirmed.Unix(), 10))
+		reconcileOK()
+		if got := get(); !got.Spec.ObservedAt.Time.Equal(confirmed) || got.Spec.Incarnation != first.Spec.Incarnation {
+			t.Errorf("observedAt %s incarnation %s, want the timestamp label's %s and the same incarnation", got.Spec.ObservedAt, got.Spec.Incarnation, confirmed)
+		}
+		clk.SetTime(clk.Now().Add(20 * time.Minute))
+		reconcileOK()
+		if got := get(); !got.Spec.ObservedAt.Time.Equal(confirmed) {
+			t.Errorf("observedAt %s after a frozen labeller, want it kept at %s", got.Spec.ObservedAt, confirmed)
+		}
+	})
+	t.Run("a timestamp from the future confirms nothing", func(t *testing.T) {
+		before := get().Spec.ObservedAt
+		setLabel(LabelGFDTimestamp, strconv.FormatInt(clk.Now().Add(time.Hour).Unix(), 10))
+		reconcileOK()
+		if got := get(); !got.Spec.ObservedAt.Equal(&before) {
+			t.Errorf("observedAt %s, want it kept at %s", got.Spec.ObservedAt, before)
 		}
 	})
 	t.Run("reboot changes the incarnation", func(t *testing.T) {
@@ -130,5 +164,30 @@ func TestIncarnation(t *testing.T) {
 	}
 	if Incarnation(poolNode("uid-1", "boot-1")) != a {
 		t.Error("incarnation not stable")
+	}
+}
+
+// TestMockEvidenceIsRefreshed: the lab's simulated evidence is confirmed by
+// the publisher itself, once per period.
+func TestMockEvidenceIsRefreshed(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	node := poolNode("uid-1", "boot-1")
+	node.Labels[guard.MockLabelPrefix+"sharing-mode"] = "Exclusive"
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(node).Build()
+	p := &Publisher{Client: c, Lab: true, RefreshPeriod: time.Minute, Clock: clk}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "gpu-1"}}
+	for i := range 3 {
+		if _, err := p.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		nss := &v1alpha1.NodeSecurityState{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "gpu-1"}, nss); err != nil {
+			t.Fatal(err)
+		}
+		if nss.Spec.Source != v1alpha1.SourceMock || !nss.Spec.ObservedAt.Time.Equal(clk.Now()) {
+			t.Errorf("round %d: source %s observedAt %s, want mock at %s", i, nss.Spec.Source, nss.Spec.ObservedAt, clk.Now())
+		}
+		clk.SetTime(clk.Now().Add(time.Minute))
 	}
 }

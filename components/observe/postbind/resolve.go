@@ -55,10 +55,6 @@ func (l reader) Listing(namespace string) ([]*v1alpha1.TenantBinding, error) {
 	return out, nil
 }
 
-func (l reader) TenantBinding(name string) (*v1alpha1.TenantBinding, error) {
-	return get(l, "TenantBinding", name, &v1alpha1.TenantBinding{})
-}
-
 func (l reader) PlacementPolicy(name string) (*v1alpha1.PlacementPolicy, error) {
 	return get(l, "PlacementPolicy", name, &v1alpha1.PlacementPolicy{})
 }

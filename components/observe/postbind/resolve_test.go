@@ -24,7 +24,7 @@ func TestResolveIdentityReadErrors(t *testing.T) {
 	boom := errors.New("boom")
 	labelled := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{guard.LabelTenant: "acme"}}}
 	binding := &v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.TenantBindingSpec{
-		TenantID: "acme", EffectivePolicyRef: &v1alpha1.PolicyReference{Name: "strict"}}}
+		TenantID: "acme", Namespaces: []string{"team-a"}, EffectivePolicyRef: &v1alpha1.PolicyReference{Name: "strict"}}}
 	failing := func(kind client.Object) interceptor.Funcs {
 		return interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if _, ok := obj.(*v1alpha1.TenantBinding); ok == isBinding(kind) {
@@ -43,10 +43,6 @@ func TestResolveIdentityReadErrors(t *testing.T) {
 			return boom
 		}},
 		want: "listing the TenantBindings of namespace team-a: boom",
-	}, {
-		name:  "binding",
-		funcs: failing(&v1alpha1.TenantBinding{}),
-		want:  "reading TenantBinding acme: boom",
 	}, {
 		name:  "policy",
 		funcs: failing(&v1alpha1.PlacementPolicy{}),

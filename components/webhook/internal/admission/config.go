@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Identity is who a namespace's pods belong to.
@@ -54,9 +56,11 @@ type Config struct {
 	// PoolLabel is the node label, and taint key, that puts a node in a
 	// tenant's pool.
 	PoolLabel string
-	// ExternalSchedulers are scheduler names accepted for protected pods in
-	// addition to xila-guard-scheduler.
-	ExternalSchedulers []string
+	// SchedulerProfiles maps each external scheduler accepted for protected
+	// pods, besides xila-guard-scheduler, to the label selectors of its
+	// orchestrator profiles' workloads: a protected pod may name it only
+	// when its labels match one of them.
+	SchedulerProfiles map[string][]string
 	// TrustedServiceAccounts are service account user names
 	// (system:serviceaccount:<ns>:<name>). Pods running as one may target
 	// pools, and requests made as one may bind any pod.
@@ -84,6 +88,13 @@ func (c *Config) validate() error {
 	}
 	if c.Cluster == nil {
 		errs = append(errs, errors.New("a cluster reader is required"))
+	}
+	for name, sels := range c.SchedulerProfiles {
+		for _, s := range sels {
+			if _, err := labels.Parse(s); err != nil {
+				errs = append(errs, fmt.Errorf("scheduler profile %s: selector %q: %w", name, s, err))
+			}
+		}
 	}
 	for _, u := range append(append([]string{}, c.TrustedServiceAccounts...), c.Binders...) {
 		if _, err := ParseServiceAccount(u); err != nil {
@@ -119,7 +130,13 @@ func podServiceAccount(namespace string, pod *corev1.Pod) string {
 	return serviceAccountPrefix + namespace + ":" + sa
 }
 
-// acceptedSchedulers returns the scheduler names protected pods may use.
+// acceptedSchedulers returns the scheduler names protected pods may use,
+// sorted after xila-guard-scheduler.
 func (c *Config) acceptedSchedulers() []string {
-	return append([]string{guard.SchedulerName}, c.ExternalSchedulers...)
+	names := make([]string, 0, len(c.SchedulerProfiles))
+	for name := range c.SchedulerProfiles {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return append([]string{guard.SchedulerName}, names...)
 }

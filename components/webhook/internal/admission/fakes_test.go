@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
@@ -24,6 +25,7 @@ import (
 const (
 	pool      = "guard.xila.us/tenant-pool"
 	tenantNS  = "acme-ml"
+	strictNS  = "acme-strict"
 	plainNS   = "web"
 	poolNode  = "gpu-1"
 	plainNode = "cpu-1"
@@ -45,6 +47,8 @@ func newFakeCluster() *fakeCluster {
 		synced: true,
 		identities: map[string]Identity{
 			tenantNS:   {Protected: true, Tenant: &wire.Tenant{ID: "acme"}, Policy: &wire.Policy{Name: "acme-policy"}},
+			strictNS: {Protected: true, Tenant: &wire.Tenant{ID: "acme"},
+				Policy: &wire.Policy{Name: "acme-strict", Spec: v1alpha1.PlacementPolicySpec{PodSecurity: v1alpha1.PodSecurityRestricted}}},
 			"orphaned": {Protected: true, Note: "namespace orphaned has an empty guard.xila.us/tenant label"},
 		},
 		nodes: map[string]*corev1.Node{
@@ -98,7 +102,7 @@ func newValidator(t *testing.T, c *fakeCluster, ev Evaluator) *Validator {
 	t.Helper()
 	v, err := New(Config{
 		PoolLabel:              pool,
-		ExternalSchedulers:     []string{"volcano"},
+		SchedulerProfiles:      map[string][]string{"volcano": {"volcano.sh/job-name"}},
 		TrustedServiceAccounts: []string{"gpu-operator:device-plugin"},
 		Binders:                []string{scheduler},
 		Cluster:                c,
@@ -137,6 +141,13 @@ func (b *podBuilder) annotate(k, v string) *podBuilder {
 		b.pod.Annotations = map[string]string{}
 	}
 	b.pod.Annotations[k] = v
+	return b
+}
+func (b *podBuilder) label(k, v string) *podBuilder {
+	if b.pod.Labels == nil {
+		b.pod.Labels = map[string]string{}
+	}
+	b.pod.Labels[k] = v
 	return b
 }
 func (b *podBuilder) obj() *corev1.Pod { return b.pod }

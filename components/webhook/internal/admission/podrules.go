@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/xila-guard/xila-guard/components/api/guard"
 )
 
@@ -26,14 +28,10 @@ func isOwnMirrorPod(user string, pod *corev1.Pod) bool {
 // protectedViolations are the rules every pod of a tenant namespace obeys,
 // whatever it requests. create is false for UPDATE, where spec.nodeName
 // has been set by a binding.
-func (v *Validator) protectedViolations(pod *corev1.Pod, create, ownMirror bool) []violation {
+func (v *Validator) protectedViolations(pod *corev1.Pod, id Identity, create, ownMirror bool) []violation {
 	var out []violation
-	if sched := pod.Spec.SchedulerName; !slices.Contains(v.cfg.acceptedSchedulers(), sched) {
-		if sched == "" {
-			sched = corev1.DefaultSchedulerName
-		}
-		out = append(out, violation{RuleScheduler, guard.ReasonSchedulerNotAllowed, "spec.schedulerName",
-			fmt.Sprintf("scheduler %q is not accepted for protected pods; use %s", sched, strings.Join(v.cfg.acceptedSchedulers(), " or "))})
+	if vi, bad := v.schedulerViolation(pod); bad {
+		out = append(out, vi)
 	}
 	if create && pod.Spec.NodeName != "" && !ownMirror {
 		out = append(out, violation{RuleNodeName, guard.ReasonNodeNameSet, "spec.nodeName",
@@ -58,6 +56,79 @@ func (v *Validator) protectedViolations(pod *corev1.Pod, create, ownMirror bool)
 		if vol.HostPath != nil {
 			out = append(out, violation{RuleHostPath, guard.ReasonHostPathVolume, fmt.Sprintf("spec.volumes[%d].hostPath", i),
 				fmt.Sprintf("volume %q mounts host path %q", vol.Name, vol.HostPath.Path)})
+		}
+	}
+	out = append(out, v.psa.violations(pod, podSecurityLevel(id.Policy))...)
+	if id.Tenant != nil {
+		out = append(out, v.foreignPoolViolations(pod, id.Tenant.PoolName())...)
+	}
+	return out
+}
+
+// schedulerViolation checks the scheduler a protected pod names: the
+// controlled scheduler, or an external one whose orchestrator profile's
+// workload selector matches the pod.
+func (v *Validator) schedulerViolation(pod *corev1.Pod) (violation, bool) {
+	sched := pod.Spec.SchedulerName
+	if sched == guard.SchedulerName {
+		return violation{}, false
+	}
+	if sels, ok := v.profiles[sched]; ok {
+		set := labels.Set(pod.Labels)
+		for _, s := range sels {
+			if s.Matches(set) {
+				return violation{}, false
+			}
+		}
+		shown := make([]string, len(sels))
+		for i, s := range sels {
+			shown[i] = s.String()
+		}
+		return violation{RuleScheduler, guard.ReasonSchedulerProfileMismatch, "metadata.labels",
+			fmt.Sprintf("scheduler %q places only the workloads of its orchestrator profile, and the pod's labels match none of its selectors (%s)",
+				sched, strings.Join(shown, "; "))}, true
+	}
+	if sched == "" {
+		sched = corev1.DefaultSchedulerName
+	}
+	return violation{RuleScheduler, guard.ReasonSchedulerNotAllowed, "spec.schedulerName",
+		fmt.Sprintf("scheduler %q is not accepted for protected pods; use %s", sched, strings.Join(v.cfg.acceptedSchedulers(), " or "))}, true
+}
+
+// foreignPoolViolations are the ways a protected pod could reach another
+// tenant's pool: tolerating a pool taint of another value or of any value
+// (operator Exists, or a wildcard), or selecting or requiring the pool
+// label with another value or with any value. Selecting or tolerating its
+// own pool is allowed, and so is requiring the label to be absent.
+func (v *Validator) foreignPoolViolations(pod *corev1.Pod, pool string) []violation {
+	key := v.cfg.PoolLabel
+	var out []violation
+	for i, t := range pod.Spec.Tolerations {
+		if !toleratesPoolTaint(t, key) || (t.Key == key && t.Operator != corev1.TolerationOpExists && t.Value == pool) {
+			continue
+		}
+		what := fmt.Sprintf("toleration of %s=%q", key, t.Value)
+		switch {
+		case t.Key == "":
+			what = "wildcard toleration (empty key, operator Exists)"
+		case t.Operator == corev1.TolerationOpExists:
+			what = fmt.Sprintf("toleration of key %s with operator Exists", key)
+		}
+		out = append(out, violation{RuleForeignPool, guard.ReasonForeignPool, fmt.Sprintf("spec.tolerations[%d]", i),
+			fmt.Sprintf("%s tolerates pools other than the tenant's own (%s); tolerate exactly %s=%s:NoSchedule", what, pool, key, pool)})
+	}
+	if val, ok := pod.Spec.NodeSelector[key]; ok && val != pool {
+		out = append(out, violation{RuleForeignPool, guard.ReasonForeignPool, "spec.nodeSelector",
+			fmt.Sprintf("nodeSelector %s=%s selects a pool other than the tenant's own (%s)", key, val, pool)})
+	}
+	for _, term := range requiredTerms(pod) {
+		for j, e := range term.terms.MatchExpressions {
+			if e.Key != key || e.Operator == corev1.NodeSelectorOpDoesNotExist ||
+				(e.Operator == corev1.NodeSelectorOpIn && !slices.ContainsFunc(e.Values, func(s string) bool { return s != pool })) {
+				continue
+			}
+			out = append(out, violation{RuleForeignPool, guard.ReasonForeignPool, fmt.Sprintf("%s.matchExpressions[%d]", term.path, j),
+				fmt.Sprintf("required node affinity %s %s %v can select a pool other than the tenant's own (%s)", key, e.Operator, e.Values, pool)})
 		}
 	}
 	return out

@@ -55,7 +55,9 @@ func TestPodRules(t *testing.T) {
 	}{
 		// Protected pods.
 		{name: "protected compliant", pod: makePod(tenantNS).obj(), evaluated: true},
-		{name: "protected external scheduler", pod: makePod(tenantNS).scheduler("volcano").obj(), evaluated: true},
+		{name: "protected external scheduler with its profile's workload label", pod: makePod(tenantNS).scheduler("volcano").label("volcano.sh/job-name", "j").obj(), evaluated: true},
+		{name: "protected external scheduler without its profile's workload label", pod: makePod(tenantNS).scheduler("volcano").obj(),
+			want: []guard.Reason{guard.ReasonSchedulerProfileMismatch}},
 		{name: "protected default scheduler", pod: makePod(tenantNS).scheduler("default-scheduler").obj(),
 			want: []guard.Reason{guard.ReasonSchedulerNotAllowed}},
 		{name: "protected empty scheduler", pod: makePod(tenantNS).scheduler("").obj(),
@@ -88,7 +90,50 @@ func TestPodRules(t *testing.T) {
 		{name: "protected trusted service account is no exemption", pod: makePod(tenantNS).sa("device-plugin").mod(func(s *corev1.PodSpec) { s.HostNetwork = true }).obj(),
 			want: []guard.Reason{guard.ReasonHostNetwork}},
 		{name: "protected unresolved tenant", pod: makePod("orphaned").obj(), want: []guard.Reason{guard.ReasonTenantUnresolved}},
-		{name: "protected pod may tolerate its pool", pod: makePod(tenantNS).mod(tolerate(corev1.Toleration{Key: pool, Operator: corev1.TolerationOpExists})).obj(), evaluated: true},
+		{name: "protected pod may tolerate exactly its pool", pod: makePod(tenantNS).mod(tolerate(corev1.Toleration{Key: pool, Value: "acme", Effect: corev1.TaintEffectNoSchedule})).obj(), evaluated: true},
+		{name: "protected pod may select its pool", pod: makePod(tenantNS).mod(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{pool: "acme"} }).obj(), evaluated: true},
+		{name: "protected pod may require its pool", pod: makePod(tenantNS).mod(requireNode(corev1.NodeSelectorRequirement{Key: pool, Operator: corev1.NodeSelectorOpIn, Values: []string{"acme"}}, false)).obj(), evaluated: true},
+		{name: "protected pod may require no pool", pod: makePod(tenantNS).mod(requireNode(corev1.NodeSelectorRequirement{Key: pool, Operator: corev1.NodeSelectorOpDoesNotExist}, false)).obj(), evaluated: true},
+		{name: "protected pod tolerates every pool (Exists)", pod: makePod(tenantNS).mod(tolerate(corev1.Toleration{Key: pool, Operator: corev1.TolerationOpExists})).obj(),
+			want: []guard.Reason{guard.ReasonForeignPool}},
+		{name: "protected pod tolerates another tenant's pool", pod: makePod(tenantNS).mod(tolerate(corev1.Toleration{Key: pool, Value: "beta", Effect: corev1.TaintEffectNoSchedule})).obj(),
+			want: []guard.Reason{guard.ReasonForeignPool}},
+		{name: "protected pod tolerates everything", pod: makePod(tenantNS).mod(tolerate(corev1.Toleration{Operator: corev1.TolerationOpExists})).obj(),
+			want: []guard.Reason{guard.ReasonForeignPool}},
+		{name: "protected pod selects another tenant's pool", pod: makePod(tenantNS).mod(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{pool: "beta"} }).obj(),
+			want: []guard.Reason{guard.ReasonForeignPool}},
+		{name: "protected pod requires another tenant's pool", pod: makePod(tenantNS).mod(requireNode(corev1.NodeSelectorRequirement{Key: pool, Operator: corev1.NodeSelectorOpIn, Values: []string{"acme", "beta"}}, false)).obj(),
+			want: []guard.Reason{guard.ReasonForeignPool}},
+		{name: "protected pod requires any pool", pod: makePod(tenantNS).mod(requireNode(corev1.NodeSelectorRequirement{Key: pool, Operator: corev1.NodeSelectorOpExists}, false)).obj(),
+			want: []guard.Reason{guard.ReasonForeignPool}},
+		{name: "protected pod requires not its pool", pod: makePod(tenantNS).mod(requireNode(corev1.NodeSelectorRequirement{Key: pool, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"acme"}}, false)).obj(),
+			want: []guard.Reason{guard.ReasonForeignPool}},
+		{name: "protected pod adds SYS_ADMIN", pod: makePod(tenantNS).mod(func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+		}).obj(), want: []guard.Reason{guard.ReasonPodSecurityBaseline}},
+		{name: "protected pod runs seccomp Unconfined", pod: makePod(tenantNS).mod(func(s *corev1.PodSpec) {
+			s.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}
+		}).obj(), want: []guard.Reason{guard.ReasonPodSecurityBaseline}},
+		{name: "protected pod unmasks /proc", pod: makePod(tenantNS).mod(func(s *corev1.PodSpec) {
+			m := corev1.UnmaskedProcMount
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: &m}
+		}).obj(), want: []guard.Reason{guard.ReasonPodSecurityBaseline}},
+		{name: "protected pod runs AppArmor unconfined", pod: makePod(tenantNS).mod(func(s *corev1.PodSpec) {
+			s.SecurityContext = &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}}
+		}).obj(), want: []guard.Reason{guard.ReasonPodSecurityBaseline}},
+		{name: "protected pod takes a host port", pod: makePod(tenantNS).mod(func(s *corev1.PodSpec) {
+			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}}
+		}).obj(), want: []guard.Reason{guard.ReasonPodSecurityBaseline}},
+		{name: "protected pod sets an unsafe sysctl", pod: makePod(tenantNS).mod(func(s *corev1.PodSpec) {
+			s.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "1"}}}
+		}).obj(), want: []guard.Reason{guard.ReasonPodSecurityBaseline}},
+		{name: "baseline pod under a restricted policy", pod: makePod(strictNS).obj(),
+			want: []guard.Reason{guard.ReasonPodSecurityRestricted, guard.ReasonPodSecurityRestricted, guard.ReasonPodSecurityRestricted, guard.ReasonPodSecurityRestricted}},
+		{name: "restricted pod under a restricted policy", pod: makePod(strictNS).mod(func(s *corev1.PodSpec) {
+			f, t := false, true
+			s.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: &t, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: &f, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+		}).obj(), evaluated: true},
 
 		// Protected pods at UPDATE: only what the update adds is refused.
 		{name: "protected update adds privileged ephemeral container", op: admissionv1.Update, sub: "ephemeralcontainers",

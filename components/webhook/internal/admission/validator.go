@@ -11,6 +11,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
@@ -22,6 +23,9 @@ import (
 type Validator struct {
 	cfg Config
 	log *slog.Logger
+	// profiles are the parsed workload selectors of cfg.SchedulerProfiles.
+	profiles map[string][]labels.Selector
+	psa      *podSecurity
 }
 
 // New returns a Validator, or an error naming every problem with cfg.
@@ -38,7 +42,18 @@ func New(cfg Config) (*Validator, error) {
 	if cfg.Evaluator != nil {
 		cfg.Evaluator = newCoalescer(cfg.Evaluator)
 	}
-	return &Validator{cfg: cfg, log: log}, nil
+	profiles := map[string][]labels.Selector{}
+	for name, sels := range cfg.SchedulerProfiles {
+		for _, s := range sels {
+			sel, _ := labels.Parse(s) // validated already
+			profiles[name] = append(profiles[name], sel)
+		}
+	}
+	psa, err := newPodSecurity()
+	if err != nil {
+		return nil, err
+	}
+	return &Validator{cfg: cfg, log: log, profiles: profiles, psa: psa}, nil
 }
 
 func normalise(accounts []string) []string {
@@ -104,9 +119,9 @@ func (v *Validator) validatePod(ctx context.Context, req *admissionv1.AdmissionR
 	create := req.Operation == admissionv1.Create
 	ownMirror := create && isOwnMirrorPod(req.UserInfo.Username, pod)
 	if id.Protected {
-		vs := v.protectedViolations(pod, create, ownMirror)
+		vs := v.protectedViolations(pod, id, create, ownMirror)
 		if old != nil {
-			vs = added(vs, v.protectedViolations(old, false, false))
+			vs = added(vs, v.protectedViolations(old, id, false, false))
 		}
 		if len(vs) > 0 || !create {
 			return deny(subject, vs...)

@@ -15,6 +15,8 @@ const (
 	RulePrivileged     = "protected-privileged"
 	RuleHostNamespaces = "protected-host-namespaces"
 	RuleHostPath       = "protected-host-path"
+	RulePodSecurity    = "protected-pod-security"
+	RuleForeignPool    = "protected-foreign-pool"
 	RuleTenant         = "protected-tenant"
 	RuleEvaluator      = "protected-evaluator"
 	RulePoolToleration = "pool-toleration"

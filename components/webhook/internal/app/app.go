@@ -92,7 +92,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	metrics := admission.NewMetrics(reg)
 	v, err := admission.New(admission.Config{
 		PoolLabel:              o.poolLabel,
-		ExternalSchedulers:     o.externalSchedulers.values,
+		SchedulerProfiles:      o.schedulerProfiles.values,
 		TrustedServiceAccounts: o.trusted.values,
 		Binders:                o.binders.values,
 		Cluster:                cl,
@@ -163,7 +163,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		go func() { served <- s.Serve(listeners[i]) }()
 	}
 	logger.Info("serving", "addr", tlsLn.Addr().String(), "metricsAddr", o.metricsListen, "version", version.Get(),
-		"poolLabel", o.poolLabel, "coreURL", o.coreURL, "externalSchedulers", o.externalSchedulers.values,
+		"poolLabel", o.poolLabel, "coreURL", o.coreURL, "schedulerProfiles", o.schedulerProfiles.values,
 		"trustedServiceAccounts", o.trusted.values, "binderServiceAccounts", o.binders.values)
 	go func() {
 		if cl.WaitForSync(ctx) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
 )
@@ -35,10 +37,31 @@ type options struct {
 	poolLabel          string
 	trusted            listFlag
 	externalSchedulers listFlag
+	schedulerProfiles  profileFlag
 	binders            listFlag
 	shutdownTimeout    time.Duration
 	logLevel           slog.Level
 	version            bool
+}
+
+// profileFlag collects --scheduler-profile NAME=SELECTOR; repeatable.
+type profileFlag struct {
+	values map[string][]string
+}
+
+func (p *profileFlag) String() string { return fmt.Sprint(p.values) }
+
+func (p *profileFlag) Set(s string) error {
+	name, sel, ok := strings.Cut(s, "=")
+	name, sel = strings.TrimSpace(name), strings.TrimSpace(sel)
+	if !ok || name == "" || sel == "" {
+		return fmt.Errorf("%q: want <scheduler name>=<label selector>, e.g. volcano=volcano.sh/job-name", s)
+	}
+	if p.values == nil {
+		p.values = map[string][]string{}
+	}
+	p.values[name] = append(p.values[name], sel)
+	return nil
 }
 
 // listFlag is a comma-separated list; repeating the flag appends.
@@ -83,6 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.poolLabel, "pool-label", poolDefault, "node label, and taint key, that puts a node in a tenant's pool (default from "+guard.EnvPoolLabel+" when set)")
 	fs.Var(&o.trusted, "trusted-serviceaccounts", "comma-separated service accounts, each <namespace>:<name> or system:serviceaccount:<namespace>:<name>: pods running as one may target pools (infrastructure DaemonSets), and requests made as one may bind any pod; repeatable")
 	fs.Var(&o.externalSchedulers, "external-schedulers", "comma-separated scheduler names accepted for protected pods in addition to "+guard.SchedulerName+", e.g. volcano,runai-scheduler; repeatable")
+	fs.Var(&o.schedulerProfiles, "scheduler-profile", "<scheduler name>=<label selector>: a protected pod may name the external scheduler only when its labels match the selector (the orchestrator profile's workload selector), e.g. volcano=volcano.sh/job-name; repeatable, a pod may match any selector of its scheduler; every --external-schedulers name needs one")
 	fs.Var(&o.binders, "binder-serviceaccounts", "comma-separated service accounts allowed to bind protected pods and to bind pods to pool nodes: the controlled scheduler's and each accepted external scheduler's; setting it replaces the default, repeating it appends")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long to let requests in flight finish after SIGTERM")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
@@ -128,6 +152,18 @@ func (o *options) validate() error {
 	for _, s := range o.externalSchedulers.values {
 		if s == guard.SchedulerName {
 			errs = append(errs, fmt.Errorf("--external-schedulers: %s is always accepted; list only other schedulers", s))
+		} else if len(o.schedulerProfiles.values[s]) == 0 {
+			errs = append(errs, fmt.Errorf("--external-schedulers: %s has no --scheduler-profile; a protected pod may name it only when it matches that orchestrator profile's workload selector", s))
+		}
+	}
+	for name, sels := range o.schedulerProfiles.values {
+		if name == guard.SchedulerName {
+			errs = append(errs, fmt.Errorf("--scheduler-profile: %s is the controlled scheduler; profiles are for external schedulers", name))
+		}
+		for _, sel := range sels {
+			if _, err := labels.Parse(sel); err != nil {
+				errs = append(errs, fmt.Errorf("--scheduler-profile %s=%s: %w", name, sel, err))
+			}
 		}
 	}
 	return errors.Join(errs...)

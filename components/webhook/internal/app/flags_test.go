@@ -13,6 +13,8 @@ func TestParseFlags(t *testing.T) {
 		"--trusted-serviceaccounts=gpu-operator:device-plugin,system:serviceaccount:kube-system:agent",
 		"--trusted-serviceaccounts=monitoring:node-exporter",
 		"--external-schedulers=volcano", "--external-schedulers=runai-scheduler,kai-scheduler",
+		"--scheduler-profile=volcano=volcano.sh/job-name", "--scheduler-profile=runai-scheduler=runai/queue",
+		"--scheduler-profile=kai-scheduler=kai.scheduler/queue", "--scheduler-profile=runai-scheduler=app in (a,b)",
 	), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -22,6 +24,9 @@ func TestParseFlags(t *testing.T) {
 	}
 	if want := []string{"volcano", "runai-scheduler", "kai-scheduler"}; !slices.Equal(o.externalSchedulers.values, want) {
 		t.Errorf("external %v, want %v", o.externalSchedulers.values, want)
+	}
+	if want := []string{"runai/queue", "app in (a,b)"}; !slices.Equal(o.schedulerProfiles.values["runai-scheduler"], want) {
+		t.Errorf("profiles of runai-scheduler %v, want %v", o.schedulerProfiles.values["runai-scheduler"], want)
 	}
 	if !slices.Equal(o.binders.values, []string{DefaultBinder}) {
 		t.Errorf("binders %v, want the default", o.binders.values)
@@ -44,6 +49,10 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--trusted-serviceaccounts=nocolon"}, "--trusted-serviceaccounts"},
 		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--binder-serviceaccounts=:x"}, "--binder-serviceaccounts"},
 		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--external-schedulers=xila-guard-scheduler"}, "always accepted"},
+		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--external-schedulers=volcano"}, "volcano has no --scheduler-profile"},
+		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--scheduler-profile=volcano"}, "want <scheduler name>=<label selector>"},
+		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--scheduler-profile=volcano=a in (("}, "--scheduler-profile volcano="},
+		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--scheduler-profile=xila-guard-scheduler=a"}, "profiles are for external schedulers"},
 		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--eval-timeout=0s"}, "--eval-timeout must be positive"},
 		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--pool-label="}, "--pool-label"},
 		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "extra"}, "unexpected arguments"},

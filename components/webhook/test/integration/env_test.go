@@ -112,7 +112,7 @@ func startWebhook(t *testing.T, coreURL string, extra ...string) *webhook {
 		"--listen=" + w.addr, "--metrics-listen=", "--kubeconfig=" + kubeconfig,
 		"--tls-cert-file=" + certFile, "--tls-key-file=" + keyFile, "--tls-check-interval=100ms",
 		"--core-url=" + coreURL, "--eval-timeout=500ms", "--log-level=warn",
-		"--external-schedulers=volcano", "--trusted-serviceaccounts=infra:agent",
+		"--scheduler-profile=volcano=volcano.sh/job-name", "--trusted-serviceaccounts=infra:agent",
 		"--shutdown-timeout=2s",
 	}, extra...)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,330 @@
+//go:build integration
+
+package charts
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/xila-guard/xila-guard/components/api/testenv"
+)
+
+// env is the API server the chart's admission policies are applied to.
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, func(e *testenv.Env) error {
+		env = e
+		return nil
+	})
+}
+
+const poolKey = "guard.xila.us/tenant-pool"
+
+// Principals, as the API server authenticates them.
+var (
+	nodeUser    = principal{"system:node:n1", []string{"system:nodes", "system:authenticated"}}
+	otherNode   = principal{"system:node:n2", []string{"system:nodes", "system:authenticated"}}
+	nfdMaster   = principal{"system:serviceaccount:node-feature-discovery:nfd-master", []string{"system:serviceaccounts", "system:serviceaccounts:node-feature-discovery", "system:authenticated"}}
+	fakeNFD     = principal{"system:serviceaccount:node-feature-discovery:nfd-master", []string{"system:nodes", "system:authenticated"}}
+	operator    = principal{"ops-bob", []string{"node-operators", "system:authenticated"}}
+	admin       = principal{"root", []string{"system:masters", "system:authenticated"}}
+	taintKeeper = principal{"system:serviceaccount:xila-guard-system:xila-guard-observe", []string{"system:serviceaccounts", "system:authenticated"}}
+)
+
+type principal struct {
+	user   string
+	groups []string
+}
+
+func (p principal) client(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	c := rest.CopyConfig(env.Config)
+	c.Impersonate = rest.ImpersonationConfig{UserName: p.user, Groups: p.groups}
+	k, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// applyTrustPolicies renders the chart with vals and creates its
+// ValidatingAdmissionPolicies and bindings, replacing earlier ones, and
+// waits until they refuse a node labelling itself into a pool of key.
+func applyTrustPolicies(t *testing.T, vals map[string]any, key string) {
+	t.Helper()
+	ctx := t.Context()
+	r := mustRender(t, loadChart(t), vals)
+	var names []string
+	for _, o := range objects(t, r.Manifest) {
+		if o.Kind != "ValidatingAdmissionPolicy" && o.Kind != "ValidatingAdmissionPolicyBinding" {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: o.raw}
+		_ = env.Client.Delete(ctx, u.DeepCopy())
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			err := env.Client.Create(ctx, u.DeepCopy())
+			return !apierrors.IsAlreadyExists(err), err
+		})
+		if err != nil {
+			t.Fatalf("creating %s: %v", o, err)
+		}
+		if o.Kind == "ValidatingAdmissionPolicy" {
+			names = append(names, o.name())
+		}
+	}
+	if len(names) != 2 {
+		t.Fatalf("the chart rendered the policies %v, want the pool membership and evidence label policies", names)
+	}
+	// The policies take effect once the API server's policy informer has
+	// them: a node labelling itself into a pool is refused from then on.
+	createNode(t, "probe", nil, "")
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		p := patch{labels: map[string]any{key: "acme"}, taints: []corev1.Taint{{Key: key, Value: "acme", Effect: corev1.TaintEffectNoSchedule}}}
+		last = p.apply(ctx, nodeUser.client(t), "probe")
+		if last == nil {
+			createNode(t, "probe", nil, "")
+		}
+		return last != nil && strings.Contains(last.Error(), "POOL_ADMIN_ONLY"), nil
+	})
+	if err != nil {
+		t.Fatalf("the policies %v do not take effect: %v (last: %v)", names, err, last)
+	}
+}
+
+// trustValues are the chart's values with the webhook, and the observe
+// controller's taint manager, enabled.
+func trustValues(t *testing.T) map[string]any {
+	return map[string]any{
+		"webhook": map[string]any{"enabled": true, "tls": map[string]any{"mode": "secret", "secretName": "s", "caBundle": testCA(t)}},
+		"observe": map[string]any{"enabled": true},
+	}
+}
+
+// grantNodeWrites lets every principal of the tests write nodes, as the
+// Node authorizer lets a kubelet write its own: only the policies refuse.
+func grantNodeWrites(t *testing.T) {
+	t.Helper()
+	ctx := t.Context()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "trust-test-node-writer"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes", "nodes/status"}, Verbs: []string{"get", "create", "update", "patch"}}}}
+	var subjects []rbacv1.Subject
+	for _, g := range []string{"system:nodes", "system:serviceaccounts", "node-operators"} {
+		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "trust-test-node-writer"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: subjects}
+	for _, o := range []client.Object{role, binding} {
+		if err := env.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// createNode creates a node as the administrator, with the given labels
+// and pool taint value ("" for none).
+func createNode(t *testing.T, name string, labels map[string]string, taint string) {
+	t.Helper()
+	n := nodeObject(name, labels, taint)
+	_ = env.Client.Delete(t.Context(), n.DeepCopy())
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := env.Client.Create(ctx, n.DeepCopy())
+		return !apierrors.IsAlreadyExists(err), err
+	})
+	if err != nil {
+		t.Fatalf("creating node %s: %v", name, err)
+	}
+}
+
+func nodeObject(name string, labels map[string]string, taint string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if taint != "" {
+		n.Spec.Taints = []corev1.Taint{{Key: poolKey, Value: taint, Effect: corev1.TaintEffectNoSchedule}}
+	}
+	return n
+}
+
+// patch is one node write: a JSON merge patch of nodes or nodes/status, or
+// a node CREATE when create is set.
+type patch struct {
+	status bool
+	create *corev1.Node
+	labels map[string]any // nil values remove
+	taints []corev1.Taint // nil leaves the taints alone
+	clear  bool           // remove every taint
+}
+
+func (p patch) apply(ctx context.Context, c kubernetes.Interface, node string) error {
+	if p.create != nil {
+		_, err := c.CoreV1().Nodes().Create(ctx, p.create, metav1.CreateOptions{})
+		return err
+	}
+	body := map[string]any{}
+	if p.labels != nil {
+		body["metadata"] = map[string]any{"labels": p.labels}
+	}
+	if p.taints != nil || p.clear {
+		taints := p.taints
+		if taints == nil {
+			taints = []corev1.Taint{}
+		}
+		body["spec"] = map[string]any{"taints": taints}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	var sub []string
+	if p.status {
+		sub = []string{"status"}
+	}
+	_, err = c.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, b, metav1.PatchOptions{}, sub...)
+	return err
+}
+
+func poolTaint(v string) []corev1.Taint {
+	return []corev1.Taint{{Key: poolKey, Value: v, Effect: corev1.TaintEffectNoSchedule}}
+}
+
+// attempt is one write tried from one principal's seat.
+type attempt struct {
+	name string
+	who  principal
+	node string // the node written; reset before the attempt by setup
+	// setup creates the node as it is before the attempt.
+	setup func(t *testing.T)
+	do    patch
+	// want is "" for allowed, else a text the refusal contains.
+	want string
+}
+
+// TestIntegrationTrustPolicies applies the chart's admission policies to a
+// real API server and tries every way a principal other than a pool
+// administrator or an evidence labeller could move a node into a pool or
+// vouch for its evidence.
+func TestIntegrationTrustPolicies(t *testing.T) {
+	grantNodeWrites(t)
+	// A node labelled into a pool without its taint, from before the
+	// policies: it is kept working (ratchet) until the taint manager
+	// taints it.
+	createNode(t, "legacy", map[string]string{poolKey: "acme"}, "")
+	applyTrustPolicies(t, trustValues(t), poolKey)
+	plain := func(name string) func(t *testing.T) {
+		return func(t *testing.T) { createNode(t, name, map[string]string{"kubernetes.io/hostname": name}, "") }
+	}
+	pooled := func(name, pool string) func(t *testing.T) {
+		return func(t *testing.T) { createNode(t, name, map[string]string{poolKey: pool}, pool) }
+	}
+	// gpu is a pool node whose evidence NFD labelled.
+	gpu := func(name string) func(t *testing.T) {
+		return func(t *testing.T) {
+			createNode(t, name, map[string]string{poolKey: "acme"}, "acme")
+			evidence := patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "none", "feature.node.kubernetes.io/cpu-security.sgx.enabled": "true"}}
+			if err := evidence.apply(t.Context(), nfdMaster.client(t), name); err != nil {
+				t.Fatalf("NFD labelling node %s: %v", name, err)
+			}
+		}
+	}
+	admitted := ""
+	adminOnly, taintMissing, labellerOnly := "POOL_ADMIN_ONLY", "POOL_TAINT_MISSING", "EVIDENCE_LABEL_NOT_ALLOWED"
+	cases := []attempt{
+		// Pool membership, from a node's own seat.
+		{"node adds the pool label and taint to itself", nodeUser, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, adminOnly},
+		{"node adds the pool label through nodes/status", nodeUser, "n1", plain("n1"), patch{status: true, labels: map[string]any{poolKey: "acme"}}, adminOnly},
+		{"node moves itself to another pool", nodeUser, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: "beta"}, taints: poolTaint("beta")}, adminOnly},
+		{"node moves itself to another pool through nodes/status", nodeUser, "n1", pooled("n1", "acme"), patch{status: true, labels: map[string]any{poolKey: "beta"}}, adminOnly},
+		{"node leaves its pool", nodeUser, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: nil}, clear: true}, adminOnly},
+		{"node drops its pool taint", nodeUser, "n1", pooled("n1", "acme"), patch{clear: true}, adminOnly},
+		{"node changes its pool taint's value", nodeUser, "n1", pooled("n1", "acme"), patch{taints: poolTaint("beta")}, adminOnly},
+		{"node changes its pool taint's effect", nodeUser, "n1", pooled("n1", "acme"),
+			patch{taints: []corev1.Taint{{Key: poolKey, Value: "acme", Effect: corev1.TaintEffectPreferNoSchedule}}}, adminOnly},
+		{"node registers itself into a pool", nodeUser, "", nil, patch{create: nodeObject("n-new", map[string]string{poolKey: "acme"}, "acme")}, adminOnly},
+		{"another node labels n1 into a pool", otherNode, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, adminOnly},
+		{"node heartbeat of a pool node", nodeUser, "n1", pooled("n1", "acme"), patch{status: true, labels: map[string]any{"example.com/zone": "a"}}, admitted},
+		{"node changes an unrelated label of a pool node", nodeUser, "n1", pooled("n1", "acme"), patch{labels: map[string]any{"example.com/rack": "7"}}, admitted},
+		{"node adds an unrelated taint to a pool node", nodeUser, "n1", pooled("n1", "acme"),
+			patch{taints: append(poolTaint("acme"), corev1.Taint{Key: "example.com/maintenance", Effect: corev1.TaintEffectNoSchedule})}, admitted},
+		{"node registers without a pool", nodeUser, "", func(t *testing.T) {
+			_ = env.Client.Delete(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-plain"}})
+		},
+			patch{create: nodeObject("n-plain", map[string]string{"kubernetes.io/hostname": "n-plain"}, "")}, admitted},
+		// Pool membership, from other seats.
+		{"operator with node rights labels a node into a pool", operator, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, adminOnly},
+		{"evidence labeller labels a node into a pool", nfdMaster, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, adminOnly},
+		{"administrator adds the pool label without its taint", admin, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}}, taintMissing},
+		{"administrator adds the pool label with another pool's taint", admin, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("beta")}, taintMissing},
+		{"administrator adds the pool label and its taint in one write", admin, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, admitted},
+		{"administrator moves the label alone to another pool", admin, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: "beta"}}, taintMissing},
+		{"administrator moves label and taint to another pool", admin, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: "beta"}, taints: poolTaint("beta")}, admitted},
+		{"administrator drops the taint and keeps the label", admin, "n1", pooled("n1", "acme"), patch{clear: true}, taintMissing},
+		{"administrator takes a node out of its pool", admin, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: nil}, clear: true}, admitted},
+		{"administrator creates a pool node without its taint", admin, "", func(t *testing.T) {
+			_ = env.Client.Delete(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-admin"}})
+		}, patch{create: nodeObject("n-admin", map[string]string{poolKey: "acme"}, "")}, taintMissing},
+		{"node heartbeat of a pool node that predates the policy", nodeUser, "legacy", nil, patch{status: true, labels: map[string]any{"example.com/zone": "b"}}, admitted},
+		{"taint manager taints a pool node that predates the policy", taintKeeper, "legacy", nil, patch{taints: poolTaint("acme")}, admitted},
+		// Evidence labels.
+		{"node labels its GPU exclusive", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "none", "nvidia.com/gpu.product": "H100"}}, labellerOnly},
+		{"node hides its time-slicing", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": nil}}, labellerOnly},
+		{"node changes its sharing through nodes/status", nodeUser, "g1", gpu("g1"), patch{status: true, labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "time-slicing"}}, labellerOnly},
+		{"node claims a TEE", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"feature.node.kubernetes.io/cpu-security.tdx.enabled": "true"}}, labellerOnly},
+		{"node drops a TEE label", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"feature.node.kubernetes.io/cpu-security.sgx.enabled": nil}}, labellerOnly},
+		{"node writes mock evidence", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"guard.xila.us/mock-sharing-mode": "Exclusive"}}, labellerOnly},
+		{"node registers with GPU labels", nodeUser, "", nil, patch{create: nodeObject("n-gpu", map[string]string{"nvidia.com/gpu.product": "H100"}, "")}, labellerOnly},
+		{"account named like NFD but in group system:nodes", fakeNFD, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "mps"}}, labellerOnly},
+		{"operator with node rights changes evidence", operator, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "mps"}}, labellerOnly},
+		{"administrator changes evidence (not a labeller by default)", admin, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "mps"}}, labellerOnly},
+		{"NFD master changes evidence", nfdMaster, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "time-slicing", "nvidia.com/gpu.product": "H100"}}, admitted},
+		{"NFD master removes evidence", nfdMaster, "g1", gpu("g1"), patch{labels: map[string]any{"feature.node.kubernetes.io/cpu-security.sgx.enabled": nil}}, admitted},
+		{"node changes a label that is not evidence", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com.example/other": "x"}}, admitted},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.setup != nil {
+				tc.setup(t)
+			}
+			err := tc.do.apply(t.Context(), tc.who.client(t), tc.node)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%s: refused: %v", tc.who.user, err)
+			case tc.want != "" && err == nil:
+				t.Errorf("%s: allowed, want refused with %s", tc.who.user, tc.want)
+			case tc.want != "" && (!apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("%s: refused with %v, want %s", tc.who.user, err, tc.want)
+			}
+		})
+	}
+	t.Run("a custom pool label gets the same protection", func(t *testing.T) {
+		vals := trustValues(t)
+		vals["enforcement"] = map[string]any{"scheduler": map[string]any{"poolLabel": "example.com/pool"}}
+		applyTrustPolicies(t, vals, "example.com/pool")
+		plain("n1")(t)
+		custom := patch{labels: map[string]any{"example.com/pool": "acme"},
+			taints: []corev1.Taint{{Key: "example.com/pool", Value: "acme", Effect: corev1.TaintEffectNoSchedule}}}
+		if err := custom.apply(t.Context(), nodeUser.client(t), "n1"); err == nil || !strings.Contains(err.Error(), adminOnly) {
+			t.Errorf("node adds the custom pool label: %v, want %s", err, adminOnly)
+		}
+		if err := (patch{labels: map[string]any{"example.com/pool": "acme"}}).apply(t.Context(), admin.client(t), "n1"); err == nil || !strings.Contains(err.Error(), taintMissing) {
+			t.Errorf("administrator adds the custom pool label alone: %v, want %s", err, taintMissing)
+		}
+		if err := custom.apply(t.Context(), admin.client(t), "n1"); err != nil {
+			t.Errorf("administrator adds the custom pool label and taint: %v", err)
+		}
+	})
+}
