@@ -93,15 +93,17 @@ func run(m *testing.M) (int, error) {
 	return m.Run(), nil
 }
 
-// Fixture names. Tenant acme owns acme-ml (listed by its TenantBinding)
-// and acme-faults (labelled only); web belongs to no tenant; nopolicy is
-// labelled for a tenant without binding or policy. gpu-1 is in acme's
-// pool, cpu-1 in none.
+// Fixture names. Tenant acme owns acme-ml and acme-faults (listed by its
+// TenantBinding; acme-faults is labelled too); web belongs to no tenant;
+// nopolicy is listed by the binding of tenant ghost, which names no
+// policy; forged carries acme's tenant label but no binding lists it.
+// gpu-1 is in acme's pool, cpu-1 in none.
 const (
 	tenantNS   = "acme-ml"
 	faultsNS   = "acme-faults"
 	plainNS    = "web"
 	noPolicyNS = "nopolicy"
+	forgedNS   = "forged"
 	poolNode   = "gpu-1"
 	plainNode  = "cpu-1"
 	policyName = "acme-policy"
@@ -122,17 +124,22 @@ func fixtures(ctx context.Context) error {
 	}
 	binding := &v1alpha1.TenantBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "acme"},
-		Spec: v1alpha1.TenantBindingSpec{TenantID: "acme", Namespaces: []string{tenantNS},
+		Spec: v1alpha1.TenantBindingSpec{TenantID: "acme", Namespaces: []string{tenantNS, faultsNS},
 			EffectivePolicyRef: &v1alpha1.PolicyReference{Name: policyName}},
 	}
-	if err := gc.Post().Resource("tenantbindings").Body(binding).Do(ctx).Error(); err != nil {
-		return fmt.Errorf("creating the binding: %w", err)
+	ghost := &v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: "ghost"},
+		Spec: v1alpha1.TenantBindingSpec{TenantID: "ghost", Namespaces: []string{noPolicyNS}}}
+	for _, b := range []*v1alpha1.TenantBinding{binding, ghost} {
+		if err := gc.Post().Resource("tenantbindings").Body(b).Do(ctx).Error(); err != nil {
+			return fmt.Errorf("creating the binding %s: %w", b.Name, err)
+		}
 	}
 	for name, labels := range map[string]map[string]string{
 		tenantNS:   nil,
 		faultsNS:   {guard.LabelTenant: "acme"},
 		plainNS:    nil,
 		noPolicyNS: {guard.LabelTenant: "ghost"},
+		forgedNS:   {guard.LabelTenant: "acme"},
 	} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {

@@ -66,7 +66,10 @@ func testPods(t *testing.T) {
 		want string
 	}{
 		{"protected compliant", pod(tenantNS), ""},
-		{"protected external scheduler", pod(tenantNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "volcano" }), ""},
+		{"protected external scheduler", pod(tenantNS, func(p *corev1.Pod) {
+			p.Spec.SchedulerName = "volcano"
+			p.Labels = map[string]string{"volcano.sh/job-name": "j"}
+		}), ""},
 		{"protected default scheduler", pod(tenantNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "" }), string(guard.ReasonSchedulerNotAllowed)},
 		{"protected nodeName", pod(tenantNS, func(p *corev1.Pod) { p.Spec.NodeName = poolNode }), string(guard.ReasonNodeNameSet)},
 		{"protected privileged init container", pod(tenantNS, func(p *corev1.Pod) {
@@ -78,7 +81,16 @@ func testPods(t *testing.T) {
 		{"protected hostPath", pod(tenantNS, func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
 		}), string(guard.ReasonHostPathVolume)},
-		{"labelled namespace of a tenant without policy", pod(noPolicyNS), string(guard.ReasonNoPolicy)},
+		{"listed namespace of a tenant without policy", pod(noPolicyNS), string(guard.ReasonNoPolicy)},
+		{"namespace labelled for a tenant but listed by no binding", pod(forgedNS), string(guard.ReasonTenantUnresolved)},
+		{"protected pod with SYS_ADMIN", pod(tenantNS, func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+		}), string(guard.ReasonPodSecurityBaseline)},
+		{"protected pod tolerating another tenant's pool", pod(tenantNS, func(p *corev1.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Key: guard.LabelTenantPool, Value: "beta", Effect: corev1.TaintEffectNoSchedule}}
+		}), string(guard.ReasonForeignPool)},
+		{"protected pod of volcano without its workload label", pod(tenantNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "volcano"; p.Labels = nil }),
+			string(guard.ReasonSchedulerProfileMismatch)},
 		{"plain pod", pod(plainNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "" }), ""},
 		{"plain wildcard toleration", pod(plainNS, func(p *corev1.Pod) {
 			p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
