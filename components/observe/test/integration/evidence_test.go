@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"slices"
 	"testing"
 	"time"
@@ -67,14 +68,26 @@ func TestIntegrationPublisher(t *testing.T) {
 		t.Error("a node outside any pool got a state")
 	}
 
-	t.Run("observedAt keeps moving", func(t *testing.T) {
+	t.Run("observedAt stays without a confirmation from the source", func(t *testing.T) {
+		time.Sleep(3 * time.Second) // longer than the refresh period
+		nss, err := getState("pub-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !nss.Spec.ObservedAt.Equal(&first.Spec.ObservedAt) {
+			t.Errorf("observedAt moved from %s to %s with no new confirmation from the labeller", first.Spec.ObservedAt, nss.Spec.ObservedAt)
+		}
+	})
+	t.Run("observedAt follows GPU feature discovery's timestamp", func(t *testing.T) {
+		confirmed := time.Now().Add(-5 * time.Second).Truncate(time.Second)
+		patchNode(t, "pub-1", func(n *corev1.Node) { n.Labels[evidence.LabelGFDTimestamp] = strconv.FormatInt(confirmed.Unix(), 10) })
 		eventually(t, 10*time.Second, func() error {
 			nss, err := getState("pub-1")
 			if err != nil {
 				return err
 			}
-			if !nss.Spec.ObservedAt.After(first.Spec.ObservedAt.Time) {
-				return errors.New("observedAt not refreshed")
+			if !nss.Spec.ObservedAt.Time.Equal(confirmed) {
+				return fmt.Errorf("observedAt %s, want the timestamp %s", nss.Spec.ObservedAt, confirmed)
 			}
 			return nil
 		})
