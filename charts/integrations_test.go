@@ -106,8 +106,13 @@ func TestIntegrationsAreData(t *testing.T) {
 		t.Errorf("--scheduler-profile: %v, want one selector each for runai-scheduler and volcano", got)
 	}
 	binders, _ := flagValue(webhookArgs(t, objs), "binder-serviceaccounts")
-	if want := "system:serviceaccount:" + releaseNS + ":xila-guard-scheduler,system:serviceaccount:volcano-system:volcano-scheduler"; binders != want {
+	if want := "system:serviceaccount:" + releaseNS + ":xila-guard-scheduler,system:serviceaccount:runai:runai-scheduler,system:serviceaccount:volcano-system:volcano-scheduler"; binders != want {
 		t.Errorf("--binder-serviceaccounts=%q, want %q", binders, want)
+	}
+	// run:ai's bindings are reported only (bindEnforcement: Report);
+	// Volcano's are enforced, the default.
+	if got, _ := flagValue(webhookArgs(t, objs), "report-binders"); got != "system:serviceaccount:runai:runai-scheduler" {
+		t.Errorf("--report-binders=%q, want run:ai's binder only", got)
 	}
 	if v, ok := flagValue(webhookArgs(t, objs), "trusted-serviceaccounts"); ok {
 		t.Errorf("--trusted-serviceaccounts=%q with none configured", v)

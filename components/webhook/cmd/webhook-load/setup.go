@@ -24,6 +24,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/client"
+	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/testcert"
@@ -50,6 +51,10 @@ func (fixedCluster) Node(name string) (*corev1.Node, bool) {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, true
 }
 func (fixedCluster) TenantPodsOn(context.Context, string) ([]string, error) { return nil, nil }
+func (fixedCluster) State(string) (*v1alpha1.NodeSecurityStateSpec, bool)   { return nil, false }
+func (fixedCluster) PodServiceAccount(context.Context, string, string) (string, error) {
+	return "default", nil
+}
 
 // chartGo is the Go runtime's settings the chart gives the webhook and the
 // evaluator (values.yaml: webhook.go, enforcement.core.go).
@@ -152,7 +157,12 @@ func startServers(coreURL string) (*servers, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := admission.New(admission.Config{PoolLabel: guard.LabelTenantPool, Cluster: fixedCluster{}, Evaluator: ev})
+	local, err := evaluate.New(evaluate.Options{})
+	if err != nil {
+		return nil, err
+	}
+	v, err := admission.New(admission.Config{PoolLabel: guard.LabelTenantPool, Cluster: fixedCluster{}, Evaluator: ev,
+		Local: local, Profile: guard.ProfileProduction})
 	if err != nil {
 		return nil, err
 	}

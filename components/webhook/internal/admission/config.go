@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,18 @@ type Cluster interface {
 	// TenantPodsOn lists, as namespace/name, the pods of protected
 	// namespaces bound to the node that have not terminated.
 	TenantPodsOn(ctx context.Context, node string) ([]string, error)
+	// State returns the evidence of the named node, and false when it has
+	// no NodeSecurityState.
+	State(node string) (*v1alpha1.NodeSecurityStateSpec, bool)
+	// PodServiceAccount returns the service account a pod runs as
+	// ("default" when it names none).
+	PodServiceAccount(ctx context.Context, namespace, name string) (string, error)
+}
+
+// LocalEvaluator is the evaluator library linked in-process;
+// *evaluate.Evaluator is one. It judges bindings, for one node each.
+type LocalEvaluator interface {
+	Evaluate(req *wire.EvaluateRequest) *wire.EvaluateResponse
 }
 
 // Evaluator asks xila-guard-core for a decision; *client.Client is one.
@@ -69,8 +82,17 @@ type Config struct {
 	// pods to pool nodes: the controlled scheduler's service account and
 	// those of accepted external schedulers.
 	Binders []string
+	// ReportBinders are binders (of integrations with bindEnforcement
+	// Report) whose bindings are allowed, and logged, when the node-scoped
+	// judgement would refuse them; the observe controller reports them.
+	ReportBinders []string
 	// Cluster reads the cluster.
 	Cluster Cluster
+	// Local judges every binding of a protected pod for its node.
+	Local LocalEvaluator
+	// Profile is the evaluator profile asked for at bind time; production
+	// when empty.
+	Profile guard.Profile
 	// Evaluator checks protected pods' node-independent verdict. Nil
 	// skips that check: the tenant must still resolve, and the local rules
 	// still apply.
@@ -89,6 +111,12 @@ func (c *Config) validate() error {
 	if c.Cluster == nil {
 		errs = append(errs, errors.New("a cluster reader is required"))
 	}
+	if c.Local == nil {
+		errs = append(errs, errors.New("an in-process evaluator is required to judge bindings"))
+	}
+	if c.Profile != "" && !c.Profile.IsValid() {
+		errs = append(errs, fmt.Errorf("profile %q: want production or lab", c.Profile))
+	}
 	for name, sels := range c.SchedulerProfiles {
 		for _, s := range sels {
 			if _, err := labels.Parse(s); err != nil {
@@ -96,7 +124,7 @@ func (c *Config) validate() error {
 			}
 		}
 	}
-	for _, u := range append(append([]string{}, c.TrustedServiceAccounts...), c.Binders...) {
+	for _, u := range append(append(append([]string{}, c.TrustedServiceAccounts...), c.Binders...), c.ReportBinders...) {
 		if _, err := ParseServiceAccount(u); err != nil {
 			errs = append(errs, err)
 		}

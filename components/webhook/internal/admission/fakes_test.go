@@ -19,6 +19,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/client"
+	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
@@ -30,6 +31,10 @@ const (
 	poolNode  = "gpu-1"
 	plainNode = "cpu-1"
 	scheduler = "system:serviceaccount:xila-guard-system:xila-guard-scheduler"
+	volcano   = "system:serviceaccount:volcano-system:volcano-scheduler"
+	reporter  = "system:serviceaccount:kai-system:kai-scheduler"
+	sharedGPU = "gpu-shared"
+	betaNode  = "gpu-beta"
 	infraSA   = "system:serviceaccount:gpu-operator:device-plugin"
 )
 
@@ -39,23 +44,45 @@ type fakeCluster struct {
 	identities map[string]Identity
 	nodes      map[string]*corev1.Node
 	podsOn     map[string][]string
+	states     map[string]*v1alpha1.NodeSecurityStateSpec
+	podSAs     map[string]string
 	err        error
+}
+
+// acmePolicy accepts attested evidence and forbids time-slicing.
+var acmePolicy = v1alpha1.PlacementPolicySpec{Confinement: v1alpha1.ConfinementPool,
+	Evidence:   v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}},
+	GPUSharing: &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}}}
+
+// attested is fresh attested evidence of one GPU shared as mode.
+func attested(node string, mode v1alpha1.GPUSharingMode) *v1alpha1.NodeSecurityStateSpec {
+	return &v1alpha1.NodeSecurityStateSpec{NodeUID: types.UID("uid-" + node), Incarnation: "i1", ObservedAt: metav1.Now(),
+		Source: v1alpha1.SourceAttested, Complete: true,
+		Devices: []v1alpha1.GPUDevice{{ID: "0", Vendor: "nvidia", Model: "H100", SharingMode: mode}}}
 }
 
 func newFakeCluster() *fakeCluster {
 	return &fakeCluster{
 		synced: true,
 		identities: map[string]Identity{
-			tenantNS:   {Protected: true, Tenant: &wire.Tenant{ID: "acme"}, Policy: &wire.Policy{Name: "acme-policy"}},
+			tenantNS: {Protected: true, Tenant: &wire.Tenant{ID: "acme"}, Policy: &wire.Policy{Name: "acme-policy", Spec: acmePolicy}},
 			strictNS: {Protected: true, Tenant: &wire.Tenant{ID: "acme"},
 				Policy: &wire.Policy{Name: "acme-strict", Spec: v1alpha1.PlacementPolicySpec{PodSecurity: v1alpha1.PodSecurityRestricted}}},
 			"orphaned": {Protected: true, Note: "namespace orphaned has an empty guard.xila.us/tenant label"},
 		},
 		nodes: map[string]*corev1.Node{
-			poolNode:  {ObjectMeta: metav1.ObjectMeta{Name: poolNode, Labels: map[string]string{pool: "acme"}}},
+			poolNode:  {ObjectMeta: metav1.ObjectMeta{Name: poolNode, UID: "uid-" + poolNode, Labels: map[string]string{pool: "acme"}}},
+			sharedGPU: {ObjectMeta: metav1.ObjectMeta{Name: sharedGPU, UID: "uid-" + sharedGPU, Labels: map[string]string{pool: "acme"}}},
+			betaNode:  {ObjectMeta: metav1.ObjectMeta{Name: betaNode, UID: "uid-" + betaNode, Labels: map[string]string{pool: "beta"}}},
 			plainNode: {ObjectMeta: metav1.ObjectMeta{Name: plainNode}},
 		},
 		podsOn: map[string][]string{poolNode: {tenantNS + "/train-0"}},
+		states: map[string]*v1alpha1.NodeSecurityStateSpec{
+			poolNode:  attested(poolNode, v1alpha1.SharingExclusive),
+			sharedGPU: attested(sharedGPU, v1alpha1.SharingTimeSlicing),
+			betaNode:  attested(betaNode, v1alpha1.SharingExclusive),
+		},
+		podSAs: map[string]string{"gpu-operator/p": "device-plugin"},
 	}
 }
 
@@ -69,6 +96,19 @@ func (f *fakeCluster) Identity(_ context.Context, ns string) (Identity, error) {
 func (f *fakeCluster) Node(name string) (*corev1.Node, bool) {
 	n, ok := f.nodes[name]
 	return n, ok
+}
+func (f *fakeCluster) State(node string) (*v1alpha1.NodeSecurityStateSpec, bool) {
+	s, ok := f.states[node]
+	return s, ok
+}
+func (f *fakeCluster) PodServiceAccount(_ context.Context, ns, name string) (string, error) {
+	if f.err != nil {
+		return "", f.err
+	}
+	if sa, ok := f.podSAs[ns+"/"+name]; ok {
+		return sa, nil
+	}
+	return "default", nil
 }
 func (f *fakeCluster) TenantPodsOn(_ context.Context, node string) ([]string, error) {
 	if f.err != nil {
@@ -104,9 +144,12 @@ func newValidator(t *testing.T, c *fakeCluster, ev Evaluator) *Validator {
 		PoolLabel:              pool,
 		SchedulerProfiles:      map[string][]string{"volcano": {"volcano.sh/job-name"}},
 		TrustedServiceAccounts: []string{"gpu-operator:device-plugin"},
-		Binders:                []string{scheduler},
+		Binders:                []string{scheduler, volcano, reporter},
+		ReportBinders:          []string{reporter},
 		Cluster:                c,
 		Evaluator:              ev,
+		Local:                  localEvaluator(t),
+		Profile:                guard.ProfileProduction,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -226,3 +269,12 @@ func codes(resp *admissionv1.AdmissionResponse) []string {
 }
 
 var errBoom = errors.New("boom")
+
+func localEvaluator(t *testing.T) LocalEvaluator {
+	t.Helper()
+	e, err := evaluate.New(evaluate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}

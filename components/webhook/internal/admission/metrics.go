@@ -19,6 +19,7 @@ type Metrics struct {
 	latency    *prometheus.HistogramVec
 	evaluator  *prometheus.CounterVec
 	badReviews prometheus.Counter
+	bindings   *prometheus.CounterVec
 }
 
 // NewMetrics registers the webhook's metrics with reg.
@@ -42,8 +43,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "xilaguard_webhook_malformed_reviews_total",
 			Help: "HTTP requests refused with a 4xx status because they were not a decodable AdmissionReview v1 POST.",
 		}),
+		bindings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "xilaguard_webhook_binding_judgements_total",
+			Help: "Bindings judged for their node at bind time by the in-process evaluator (judged), and bindings of a report-only binder allowed although they would be refused (reported).",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.evaluator, m.badReviews)
+	reg.MustRegister(m.requests, m.latency, m.evaluator, m.badReviews, m.bindings)
 	return m
 }
 
@@ -98,5 +103,17 @@ func (m *Metrics) evaluation(err error) {
 func (m *Metrics) malformed() {
 	if m != nil {
 		m.badReviews.Inc()
+	}
+}
+
+func (m *Metrics) bindEvaluation() {
+	if m != nil {
+		m.bindings.WithLabelValues("judged").Inc()
+	}
+}
+
+func (m *Metrics) reportedBinding() {
+	if m != nil {
+		m.bindings.WithLabelValues("reported").Inc()
 	}
 }

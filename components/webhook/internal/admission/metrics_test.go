@@ -17,7 +17,7 @@ func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	ev := &fakeEvaluator{verdict: allowVerdict()}
-	v, err := New(Config{PoolLabel: pool, Cluster: newFakeCluster(), Evaluator: ev, Metrics: m})
+	v, err := New(Config{PoolLabel: pool, Cluster: newFakeCluster(), Evaluator: ev, Metrics: m, Local: localEvaluator(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -286,7 +286,7 @@ func TestProtectedPodEvaluator(t *testing.T) {
 }
 
 func TestNoEvaluator(t *testing.T) {
-	v, err := New(Config{PoolLabel: pool, Cluster: newFakeCluster()})
+	v, err := New(Config{PoolLabel: pool, Cluster: newFakeCluster(), Local: localEvaluator(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,10 @@ func New(cfg Config) (*Validator, error) {
 	}
 	cfg.TrustedServiceAccounts = normalise(cfg.TrustedServiceAccounts)
 	cfg.Binders = normalise(cfg.Binders)
+	cfg.ReportBinders = normalise(cfg.ReportBinders)
+	if cfg.Profile == "" {
+		cfg.Profile = guard.ProfileProduction
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -207,9 +211,15 @@ func (v *Validator) validateBindingRequest(ctx context.Context, req *admissionv1
 	return v.validateBinding(ctx, req)
 }
 
-// validateBinding judges a pods/binding CREATE: only the accepted
-// schedulers and trusted service accounts may bind a protected pod or bind
-// any pod to a pool node.
+// validateBinding judges a pods/binding CREATE. Only the accepted
+// binders (the controlled scheduler's and each integration's) and trusted
+// service accounts may bind a protected pod or bind any pod to a pool
+// node, and whoever binds, such a binding is judged for that one node at
+// bind time: a pod of no tenant stays off pool nodes unless it runs as a
+// trusted service account, and a protected pod goes only where the
+// evaluator allows it on that node's current evidence (pool and tenant,
+// confinement, the full policy). Bindings by a report-only binder are
+// allowed and logged when they would be refused.
 func (v *Validator) validateBinding(ctx context.Context, req *admissionv1.AdmissionRequest) outcome {
 	b := &corev1.Binding{}
 	if err := decode(req.Object.Raw, b, "Binding"); err != nil {
@@ -219,30 +229,107 @@ func (v *Validator) validateBinding(ctx context.Context, req *admissionv1.Admiss
 	if name == "" {
 		name = b.Name
 	}
-	subject := fmt.Sprintf("binding of pod %s/%s to node %s by %s", ns, name, b.Target.Name, req.UserInfo.Username)
+	target := b.Target.Name
 	user := req.UserInfo.Username
-	if slices.Contains(v.cfg.Binders, user) || slices.Contains(v.cfg.TrustedServiceAccounts, user) {
-		return outcome{}
-	}
+	subject := fmt.Sprintf("binding of pod %s/%s to node %s by %s", ns, name, target, user)
 	id, err := v.cfg.Cluster.Identity(ctx, ns)
 	if err != nil {
 		return deny(subject, violation{RuleLookup, guard.ReasonLookupFailed, "metadata.namespace",
 			fmt.Sprintf("cannot tell whether namespace %s belongs to a tenant: %v", ns, err)})
 	}
-	if id.Protected {
+	node, known := v.cfg.Cluster.Node(target)
+	pool, inPool := "", false
+	if known {
+		pool, inPool = node.Labels[v.cfg.PoolLabel]
+	}
+	if !id.Protected && known && !inPool {
+		return outcome{}
+	}
+	binder := slices.Contains(v.cfg.Binders, user) || slices.Contains(v.cfg.TrustedServiceAccounts, user)
+	switch {
+	case !binder && id.Protected:
 		return deny(subject, violation{RuleBinding, guard.ReasonBindingNotAllowed, "",
 			fmt.Sprintf("only %s may bind the pods of a protected namespace", v.binderList())})
-	}
-	node, ok := v.cfg.Cluster.Node(b.Target.Name)
-	if !ok {
+	case !known:
 		return deny(subject, violation{RuleBinding, guard.ReasonNodeUnknown, "target.name",
-			fmt.Sprintf("node %q is not known, so it may be a pool node", b.Target.Name)})
-	}
-	if pool, inPool := node.Labels[v.cfg.PoolLabel]; inPool {
+			fmt.Sprintf("node %q is not known, so it may be a pool node", target)})
+	case !binder:
 		return deny(subject, violation{RuleBinding, guard.ReasonBindingNotAllowed, "target.name",
-			fmt.Sprintf("node %s is in pool %q; only %s may bind to pool nodes", b.Target.Name, pool, v.binderList())})
+			fmt.Sprintf("node %s is in pool %q; only %s may bind to pool nodes", target, pool, v.binderList())})
 	}
-	return outcome{}
+	out := v.judgeBinding(ctx, subject, ns, name, node, pool, id)
+	if !out.allowed() && slices.Contains(v.cfg.ReportBinders, user) {
+		v.log.Warn("binding allowed by a report-only binder although it would be refused",
+			"binder", user, "namespace", ns, "pod", name, "node", target, "reasons", reasonsOf(out.violations))
+		v.cfg.Metrics.reportedBinding()
+		return outcome{}
+	}
+	return out
+}
+
+// judgeBinding decides, for one node, a binding by an accepted binder.
+func (v *Validator) judgeBinding(ctx context.Context, subject, ns, name string, node *corev1.Node, pool string, id Identity) outcome {
+	if !id.Protected {
+		sa, err := v.cfg.Cluster.PodServiceAccount(ctx, ns, name)
+		if err != nil {
+			return deny(subject, violation{RuleLookup, guard.ReasonLookupFailed, "",
+				fmt.Sprintf("cannot read pod %s/%s to tell whether it runs as a trusted service account: %v", ns, name, err)})
+		}
+		if slices.Contains(v.cfg.TrustedServiceAccounts, serviceAccountPrefix+ns+":"+sa) {
+			return outcome{}
+		}
+		return deny(subject, violation{RuleBinding, guard.ReasonBindingNotAllowed, "target.name",
+			fmt.Sprintf("pod %s/%s belongs to no tenant and does not run as a trusted service account; node %s is in pool %q", ns, name, node.Name, pool)})
+	}
+	if id.Tenant == nil {
+		detail := "the pod's tenant cannot be resolved"
+		if id.Note != "" {
+			detail += ": " + id.Note
+		}
+		return deny(subject, violation{RuleTenant, guard.ReasonTenantUnresolved, "metadata.namespace", detail})
+	}
+	gpus := guard.AllocatableGPUs(node.Status.Allocatable)
+	candidate := wire.Node{Name: node.Name, UID: node.UID, Pool: pool, AllocatableGPUs: &gpus}
+	if st, ok := v.cfg.Cluster.State(node.Name); ok {
+		candidate.State = st
+	}
+	res := v.cfg.Local.Evaluate(&wire.EvaluateRequest{
+		Profile: v.cfg.Profile,
+		Pod:     wire.Pod{Namespace: ns, Name: name},
+		Tenant:  id.Tenant,
+		Policy:  id.Policy,
+		Nodes:   []wire.Node{candidate},
+	})
+	v.cfg.Metrics.bindEvaluation()
+	if len(res.Results) != 1 {
+		return deny(subject, violation{RuleBinding, guard.ReasonEvaluatorError, "",
+			fmt.Sprintf("the evaluator gave %d results for one node (fail closed)", len(res.Results))})
+	}
+	r := res.Results[0]
+	if r.Decision == guard.DecisionAllow {
+		return outcome{}
+	}
+	rs := r.Reasons
+	if len(rs) == 0 {
+		rs = []guard.Reason{guard.ReasonEvaluatorError}
+	}
+	vs := make([]violation, 0, len(rs))
+	for i, reason := range rs {
+		detail := fmt.Sprintf("on node %s the evaluator decided %s", node.Name, r.Decision)
+		if i == 0 && r.Message != "" {
+			detail += ": " + r.Message
+		}
+		vs = append(vs, violation{RuleBinding, reason, "target.name", detail})
+	}
+	return deny(subject, vs...)
+}
+
+func reasonsOf(vs []violation) []string {
+	out := make([]string, len(vs))
+	for i, vi := range vs {
+		out[i] = string(vi.reason)
+	}
+	return out
 }
 
 func (v *Validator) binderList() string {

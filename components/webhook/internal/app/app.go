@@ -25,8 +25,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/version"
 	"github.com/xila-guard/xila-guard/components/core/client"
+	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/certs"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/cluster"
@@ -90,7 +92,14 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := admission.NewMetrics(reg)
+	local, err := evaluate.New(evaluate.Options{Profile: guard.Profile(o.profile)})
+	if err != nil {
+		return err
+	}
 	v, err := admission.New(admission.Config{
+		Local:                  local,
+		Profile:                guard.Profile(o.profile),
+		ReportBinders:          o.reportBinders.values,
 		PoolLabel:              o.poolLabel,
 		SchedulerProfiles:      o.schedulerProfiles.values,
 		TrustedServiceAccounts: o.trusted.values,

@@ -39,6 +39,8 @@ type options struct {
 	externalSchedulers listFlag
 	schedulerProfiles  profileFlag
 	binders            listFlag
+	reportBinders      listFlag
+	profile            string
 	shutdownTimeout    time.Duration
 	logLevel           slog.Level
 	version            bool
@@ -108,6 +110,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Var(&o.externalSchedulers, "external-schedulers", "comma-separated scheduler names accepted for protected pods in addition to "+guard.SchedulerName+", e.g. volcano,runai-scheduler; repeatable")
 	fs.Var(&o.schedulerProfiles, "scheduler-profile", "<scheduler name>=<label selector>: a protected pod may name the external scheduler only when its labels match the selector (the orchestrator profile's workload selector), e.g. volcano=volcano.sh/job-name; repeatable, a pod may match any selector of its scheduler; every --external-schedulers name needs one")
 	fs.Var(&o.binders, "binder-serviceaccounts", "comma-separated service accounts allowed to bind protected pods and to bind pods to pool nodes: the controlled scheduler's and each accepted external scheduler's; setting it replaces the default, repeating it appends")
+	fs.Var(&o.reportBinders, "report-binders", "comma-separated binders (of --binder-serviceaccounts) whose bindings are only reported: a binding the node-scoped judgement would refuse is allowed and logged; repeatable")
+	fs.StringVar(&o.profile, "profile", string(guard.ProfileProduction), "evaluator profile for bindings: production (never accepts mock evidence) or lab")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long to let requests in flight finish after SIGTERM")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
@@ -148,6 +152,14 @@ func (o *options) validate() error {
 		if _, err := admission.ParseServiceAccount(sa); err != nil {
 			errs = append(errs, fmt.Errorf("--binder-serviceaccounts: %w", err))
 		}
+	}
+	for _, sa := range o.reportBinders.values {
+		if _, err := admission.ParseServiceAccount(sa); err != nil {
+			errs = append(errs, fmt.Errorf("--report-binders: %w", err))
+		}
+	}
+	if !guard.Profile(o.profile).IsValid() {
+		errs = append(errs, fmt.Errorf("--profile %q: want %s or %s", o.profile, guard.ProfileProduction, guard.ProfileLab))
 	}
 	for _, s := range o.externalSchedulers.values {
 		if s == guard.SchedulerName {

@@ -42,6 +42,7 @@ type Cluster struct {
 	pods       cache.Indexer
 	bindings   cache.Indexer
 	policies   cache.Indexer
+	states     cache.Indexer
 	synced     []cache.InformerSynced
 	// policiesSynced is apart from synced: without PlacementPolicies only
 	// protected pods cannot be judged, so the webhook stays ready for the
@@ -101,9 +102,16 @@ func New(cfg *rest.Config, kube kubernetes.Interface) (*Cluster, error) {
 	policies := cache.NewSharedIndexInformerWithOptions(policiesLW, policy, cache.SharedIndexInformerOptions{
 		ObjectDescription: guardclient.PlacementPolicies,
 	})
-	c.bindings, c.policies = bindings.GetIndexer(), policies.GetIndexer()
-	c.guard = []cache.SharedIndexInformer{bindings, policies}
-	c.synced = append(c.synced, bindings.HasSynced)
+	statesLW, state, err := gc.ListWatch(guardclient.NodeSecurityStates)
+	if err != nil {
+		return nil, err
+	}
+	states := cache.NewSharedIndexInformerWithOptions(statesLW, state, cache.SharedIndexInformerOptions{
+		ObjectDescription: guardclient.NodeSecurityStates,
+	})
+	c.bindings, c.policies, c.states = bindings.GetIndexer(), policies.GetIndexer(), states.GetIndexer()
+	c.guard = []cache.SharedIndexInformer{bindings, policies, states}
+	c.synced = append(c.synced, bindings.HasSynced, states.HasSynced)
 	c.policiesSynced = policies.HasSynced
 	return c, nil
 }
@@ -179,6 +187,35 @@ func (c *Cluster) Node(name string) (*corev1.Node, bool) {
 		return nil, false
 	}
 	return obj.(*corev1.Node), true
+}
+
+// State returns the cached evidence of the named node.
+func (c *Cluster) State(name string) (*v1alpha1.NodeSecurityStateSpec, bool) {
+	obj, ok, err := c.states.GetByKey(name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	nss, ok := obj.(*v1alpha1.NodeSecurityState)
+	if !ok {
+		return nil, false
+	}
+	return &nss.Spec, true
+}
+
+// PodServiceAccount reads a pod from the API server (it is being bound, so
+// the cache of bound pods does not have it) and returns its service
+// account.
+func (c *Cluster) PodServiceAccount(ctx context.Context, namespace, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, namespaceReadTimeout)
+	defer cancel()
+	p, err := c.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading pod %s/%s: %w", namespace, name, err)
+	}
+	if p.Spec.ServiceAccountName == "" {
+		return "default", nil
+	}
+	return p.Spec.ServiceAccountName, nil
 }
 
 // TenantPodsOn lists the pods of protected namespaces bound to the node
