@@ -114,6 +114,7 @@ func startWebhook(t *testing.T, coreURL string, extra ...string) *webhook {
 		"--core-url=" + coreURL, "--eval-timeout=500ms", "--log-level=warn",
 		"--scheduler-profile=volcano=volcano.sh/job-name", "--trusted-serviceaccounts=infra:agent",
 		"--shutdown-timeout=2s",
+		"--binder-serviceaccounts=xila-guard-system:xila-guard-scheduler,volcano-system:volcano-scheduler",
 	}, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel

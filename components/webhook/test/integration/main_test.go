@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -118,6 +119,7 @@ func fixtures(ctx context.Context) error {
 		Spec: v1alpha1.PlacementPolicySpec{
 			Confinement: v1alpha1.ConfinementPool,
 			Evidence:    v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}},
+			GPUSharing:  &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}},
 		}}
 	if err := gc.Post().Resource("placementpolicies").Body(policy).Do(ctx).Error(); err != nil {
 		return fmt.Errorf("creating the policy: %w", err)
@@ -147,9 +149,41 @@ func fixtures(ctx context.Context) error {
 		}
 	}
 	for name, labels := range map[string]map[string]string{poolNode: {guard.LabelTenantPool: "acme"}, plainNode: nil} {
-		if _, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+		n, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
+		if err != nil {
 			return err
+		}
+		if name == poolNode {
+			if err := createState(ctx, gc, name, n.UID, v1alpha1.SharingExclusive); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// createState writes fresh attested evidence of one GPU shared as mode
+// for the node, naming the node UID uid.
+func createState(ctx context.Context, gc rest.Interface, node string, uid types.UID, mode v1alpha1.GPUSharingMode) error {
+	nss := &v1alpha1.NodeSecurityState{ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: v1alpha1.NodeSecurityStateSpec{NodeUID: uid, Incarnation: "i1", ObservedAt: metav1.Now(),
+			Source: v1alpha1.SourceAttested, Complete: true,
+			Devices: []v1alpha1.GPUDevice{{ID: "0", Vendor: "nvidia", Model: "H100", SharingMode: mode}}}}
+	_ = gc.Delete().Resource("nodesecuritystates").Name(node).Do(ctx).Error()
+	if err := gc.Post().Resource("nodesecuritystates").Body(nss).Do(ctx).Error(); err != nil {
+		return fmt.Errorf("creating the state of node %s: %w", node, err)
+	}
+	return nil
+}
+
+// setState is createState for a test.
+func setState(t *testing.T, node string, uid types.UID, mode v1alpha1.GPUSharingMode) {
+	t.Helper()
+	gc, err := guardClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := createState(t.Context(), gc, node, uid, mode); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -26,7 +26,7 @@ func TestIntegrationWithoutPolicyRBAC(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: group},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"namespaces", "nodes", "pods"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{guard.GroupName}, Resources: []string{"tenantbindings"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{guard.GroupName}, Resources: []string{"tenantbindings", "nodesecuritystates"}, Verbs: []string{"get", "list", "watch"}},
 		},
 	}
 	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {

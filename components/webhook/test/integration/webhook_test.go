@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
 // mainHook is the webhook that judges every namespace and node; the tests of
@@ -162,6 +163,45 @@ func testBindings(t *testing.T) {
 	protected := mk(tenantNS)
 	expect(t, "protected pod by the default scheduler", bind(t, "system:kube-scheduler", tenantNS, protected, plainNode), string(guard.ReasonBindingNotAllowed))
 	expect(t, "protected pod by the controlled scheduler", bind(t, scheduler, tenantNS, protected, poolNode), "")
+
+	// Volcano's binder is accepted, and each of its bindings is judged
+	// for its node: the webhook's cache of evidence follows the API
+	// server within moments, so a refusal is waited for.
+	const volcano = "system:serviceaccount:volcano-system:volcano-scheduler"
+	shared := poolNodeWith(t, "gpu-shared", "acme", v1alpha1.SharingTimeSlicing)
+	beta := poolNodeWith(t, "gpu-beta", "beta", v1alpha1.SharingExclusive)
+	forged := poolNodeWith(t, "gpu-forged", "acme", v1alpha1.SharingExclusive)
+	setState(t, forged, "uid-of-another-node", v1alpha1.SharingExclusive)
+	for _, tc := range []struct{ name, node, want string }{
+		{"to a time-sliced node of its pool", shared, string(guard.ReasonTimeSlicingForbidden)},
+		{"to another tenant's pool node", beta, string(guard.ReasonTenantMismatch)},
+		{"to a general node under confinement Pool", plainNode, string(guard.ReasonOutsidePool)},
+		{"to a node whose evidence names another node", forged, string(guard.ReasonEvidenceNodeMismatch)},
+	} {
+		name := mk(tenantNS)
+		var err error
+		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			err = bind(t, volcano, tenantNS, name, tc.node)
+			return err == nil || strings.Contains(err.Error(), tc.want), nil
+		})
+		expect(t, "protected pod by Volcano's binder "+tc.name, err, tc.want)
+	}
+	expect(t, "protected pod by Volcano's binder to a compliant node", bind(t, volcano, tenantNS, mk(tenantNS), poolNode), "")
+	expect(t, "plain pod to a pool node by Volcano's binder", bind(t, volcano, plainNS, mk(plainNS), poolNode), string(guard.ReasonBindingNotAllowed))
+}
+
+// poolNodeWith creates a node of pool whose attested evidence shows one
+// GPU shared as mode, and returns its name.
+func poolNodeWith(t *testing.T, name, pool string, mode v1alpha1.GPUSharingMode) string {
+	t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{guard.LabelTenantPool: pool}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: guard.TaintTenantPool, Value: pool, Effect: corev1.TaintEffectNoSchedule}}}}
+	created, err := kube.CoreV1().Nodes().Create(t.Context(), n, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setState(t, name, created.UID, mode)
+	return name
 }
 
 // testNodePoolLock binds a tenant pod to a fresh pool node, then tries to
@@ -171,9 +211,11 @@ func testNodePoolLock(t *testing.T) {
 	const scheduler = "system:serviceaccount:xila-guard-system:xila-guard-scheduler"
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-lock", Labels: map[string]string{guard.LabelTenantPool: "acme"}},
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: guard.TaintTenantPool, Value: "acme", Effect: corev1.TaintEffectNoSchedule}}}}
-	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+	created, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	setState(t, node.Name, created.UID, v1alpha1.SharingExclusive)
 	p, err := kube.CoreV1().Pods(tenantNS).Create(ctx, pod(tenantNS), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
