@@ -179,8 +179,8 @@ func TestWebhookConfigurations(t *testing.T) {
 			}
 		}
 	}
-	if n != 5 {
-		t.Errorf("%d webhooks, want 5 (pods, bindings, nodes, two integrations)", n)
+	if n != 7 {
+		t.Errorf("%d webhooks, want 7 (pods and bindings of tenant and other namespaces, nodes, two integrations)", n)
 	}
 	pods := find(t, objs, "ValidatingWebhookConfiguration", "xila-guard-pods")
 	if got := toYAML(t, field(pods.raw, "webhooks", 0, "rules", 0, "resources")); got != "- pods\n- pods/ephemeralcontainers" {

@@ -5,10 +5,12 @@ package charts
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,8 +89,8 @@ func applyTrustPolicies(t *testing.T, vals map[string]any, key string) {
 			names = append(names, o.name())
 		}
 	}
-	if len(names) != 2 {
-		t.Fatalf("the chart rendered the policies %v, want the pool membership and evidence label policies", names)
+	if len(names) != 3 {
+		t.Fatalf("the chart rendered the policies %v, want the pool membership, evidence label and pool pod policies", names)
 	}
 	// The policies take effect once the API server's policy informer has
 	// them: a node labelling itself into a pool is refused from then on.
@@ -327,4 +329,143 @@ func TestIntegrationTrustPolicies(t *testing.T) {
 			t.Errorf("administrator adds the custom pool label and taint: %v", err)
 		}
 	})
+}
+
+// TestIntegrationBlastRadius applies the chart's webhook configurations
+// with no webhook behind them (their Service does not exist, so every call
+// fails) next to its admission policies, and counts what a webhook outage
+// blocks: pods of a tenant's namespaces, pods that name a node, and
+// bindings by anyone but the default scheduler outside the tenants; never
+// an unrelated team's ordinary pods or the default scheduler's bindings,
+// while the pool rules for those pods still hold in the API server.
+func TestIntegrationBlastRadius(t *testing.T) {
+	ctx := t.Context()
+	// XG_BLAST_RADIUS_CHART measures another chart (e.g. an earlier
+	// release's) the same way and only reports its count:
+	// docs/benchmarks/webhook.md.
+	other := os.Getenv("XG_BLAST_RADIUS_CHART")
+	ch := loadChart(t)
+	if other != "" {
+		var err error
+		if ch, err = loader.Load(other); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		applyTrustPolicies(t, trustValues(t), poolKey)
+	}
+	r := mustRender(t, ch, trustValues(t))
+	for _, o := range objects(t, r.Manifest) {
+		if o.Kind != "ValidatingWebhookConfiguration" {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: o.raw}
+		if err := env.Client.Create(ctx, u); err != nil {
+			t.Fatalf("creating %s: %v", o, err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), u) })
+	}
+	for _, ns := range []string{"team-web", "acme-ml"} {
+		labels := map[string]string{}
+		if ns == "acme-ml" {
+			labels["guard.xila.us/tenant"] = "acme"
+		}
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	createNode(t, "general-1", nil, "")
+	pod := func(ns string, mods ...func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "p-", Namespace: ns},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		for _, m := range mods {
+			m(p)
+		}
+		return p
+	}
+	// The webhook configurations take effect once the API server has
+	// them: a tenant's pod fails to reach the webhook from then on.
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := admin.client(t).CoreV1().Pods("acme-ml").Create(ctx, pod("acme-ml"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "failed calling webhook"), nil
+	})
+	if err != nil {
+		t.Fatalf("the webhook configurations do not take effect: %v", err)
+	}
+	const n = 50
+	admitted := 0
+	var refusal error
+	for range n {
+		_, err := admin.client(t).CoreV1().Pods("team-web").Create(ctx, pod("team-web"), metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			admitted++
+		case refusal == nil:
+			refusal = err
+			t.Logf("first refusal: %v", err)
+		}
+	}
+	t.Logf("blast radius: with the webhook down, %d of %d ordinary pod CREATEs of an unrelated namespace were admitted", admitted, n)
+	if other != "" {
+		return
+	}
+	if admitted != n {
+		t.Errorf("%d of %d ordinary pods of an unrelated namespace were refused while the webhook was down", n-admitted, n)
+	}
+	plain, err := admin.client(t).CoreV1().Pods("team-web").Create(ctx, pod("team-web"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := principal{"system:kube-scheduler", []string{"system:authenticated"}}
+	if err := env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "trust-test-scheduler"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kube-scheduler"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: sched.user}}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	bind := func(who principal, p *corev1.Pod, node string) error {
+		return who.client(t).CoreV1().Pods(p.Namespace).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+			Target: corev1.ObjectReference{Kind: "Node", Name: node}}, metav1.CreateOptions{})
+	}
+	if err := bind(sched, plain, "general-1"); err != nil {
+		t.Errorf("the default scheduler's binding of an unrelated pod was refused while the webhook was down: %v", err)
+	}
+	toleration := func(p *corev1.Pod) {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: poolKey, Operator: corev1.TolerationOpExists}}
+	}
+	wildcard := func(p *corev1.Pod) { p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}} }
+	selector := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{poolKey: "acme"} }
+	affinity := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: poolKey, Operator: corev1.NodeSelectorOpExists}}}}}}}
+	}
+	pinned := func(p *corev1.Pod) { p.Spec.NodeName = "general-1" }
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"pool toleration outside the tenants", pod("team-web", toleration), "POOL_TOLERATION"},
+		{"wildcard toleration outside the tenants", pod("team-web", wildcard), "POOL_TOLERATION"},
+		{"pool nodeSelector outside the tenants", pod("team-web", selector), "POOL_SELECTOR"},
+		{"pool affinity outside the tenants", pod("team-web", affinity), "POOL_SELECTOR"},
+		{"a pod naming a node outside the tenants", pod("team-web", pinned), "failed calling webhook"},
+		{"a tenant's pod", pod("acme-ml"), "failed calling webhook"},
+	} {
+		_, err := admin.client(t).CoreV1().Pods(tc.pod.Namespace).Create(ctx, tc.pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s with the webhook down: %v, want a refusal with %s", tc.name, err, tc.want)
+		}
+	}
+	binder := principal{"system:serviceaccount:volcano-system:volcano-scheduler", []string{"system:serviceaccounts", "system:authenticated"}}
+	if err := env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "trust-test-other-binder"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kube-scheduler"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: binder.user}}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	second, err := admin.client(t).CoreV1().Pods("team-web").Create(ctx, pod("team-web"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bind(binder, second, "general-1"); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		t.Errorf("another binder's binding with the webhook down: %v, want it refused (fail closed)", err)
+	}
 }

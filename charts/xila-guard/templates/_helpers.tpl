@@ -77,3 +77,18 @@ env:
 {{- $groups := index . 1 | default list -}}
 {{- printf "!variables.node && (request.userInfo.username in [%s] || request.userInfo.?groups.orValue([]).exists(g, g in [%s]))" (include "xila-guard.policy.strings" $users) (include "xila-guard.policy.strings" $groups) -}}
 {{- end }}
+
+{{/* A CEL expression, true when the pod (object or oldObject) tolerates
+     the pool's NoSchedule taint: a toleration of the pool key, or a
+     wildcard (no key, operator Exists), with no effect or NoSchedule:
+     include "xila-guard.policy.toleratesPool" (list "object" $poolLabel) */}}
+{{- define "xila-guard.policy.toleratesPool" -}}
+{{- printf "%s.spec.?tolerations.orValue([]).exists(t, t.?effect.orValue('') in ['', 'NoSchedule'] && (t.?key.orValue('') == '%s' || (t.?key.orValue('') == '' && t.?operator.orValue('') == 'Exists')))" (index . 0) (index . 1) -}}
+{{- end }}
+
+{{/* A CEL expression, true when the pod selects or requires the pool
+     label: nodeSelector, or a required node affinity term that only pool
+     nodes can meet (In, Exists, Gt, Lt). */}}
+{{- define "xila-guard.policy.selectsPool" -}}
+{{- printf "'%[2]s' in %[1]s.spec.?nodeSelector.orValue({}) || %[1]s.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([]).exists(term, term.?matchExpressions.orValue([]).exists(e, e.key == '%[2]s' && e.operator in ['In', 'Exists', 'Gt', 'Lt']))" (index . 0) (index . 1) -}}
+{{- end }}

@@ -115,13 +115,30 @@ The namespaces no webhook ever sees: the release's own, the system ones and
 webhook.exemptNamespaces.
 */}}
 {{- define "xila-guard.webhook.namespaceSelector" -}}
+{{- $root := . -}}
+{{- $tenant := "" -}}
+{{- if kindIs "slice" . -}}
+{{- $root = index . 0 -}}
+{{- $tenant = index . 1 -}}
+{{- end -}}
 matchExpressions:
 - key: kubernetes.io/metadata.name
   operator: NotIn
   values:
-  {{- range (concat (list .Release.Namespace "kube-system" "kube-public" "kube-node-lease") .Values.webhook.exemptNamespaces | uniq) }}
+  {{- range (concat (list $root.Release.Namespace "kube-system" "kube-public" "kube-node-lease") $root.Values.webhook.exemptNamespaces | uniq) }}
   - {{ . }}
   {{- end }}
+{{- with $tenant }}
+- key: guard.xila.us/tenant
+  operator: {{ . }}
+{{- end }}
+{{- end }}
+
+{{/* A CEL expression, true for a pod the webhook must see outside a
+     tenant's namespaces: created with spec.nodeName or a required node
+     affinity on metadata.name, or getting ephemeral containers. */}}
+{{- define "xila-guard.webhook.namesNode" -}}
+(has(request.subResource) && request.subResource == 'ephemeralcontainers') || (request.operation == 'CREATE' && ((has(object.spec.nodeName) && object.spec.nodeName != '') || object.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([]).exists(t, t.?matchFields.orValue([]).exists(f, f.key == 'metadata.name'))))
 {{- end }}
 
 {{/* The rule set of a pod webhook: every container list, at create and update. */}}
