@@ -28,6 +28,11 @@ type Identity struct {
 	Policy *wire.Policy
 	// Note says why the tenant or the policy is missing.
 	Note string
+	// Labelled is true when the namespace carries the tenant label: the
+	// chart's configuration then sends every pod of it to the webhook.
+	// The pods of a protected namespace without it are judged again at
+	// bind time.
+	Labelled bool
 }
 
 // Cluster is what the rules read about the cluster. The real one is backed
@@ -46,9 +51,8 @@ type Cluster interface {
 	// State returns the evidence of the named node, and false when it has
 	// no NodeSecurityState.
 	State(node string) (*v1alpha1.NodeSecurityStateSpec, bool)
-	// PodServiceAccount returns the service account a pod runs as
-	// ("default" when it names none).
-	PodServiceAccount(ctx context.Context, namespace, name string) (string, error)
+	// Pod reads a pod from the API server.
+	Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 }
 
 // LocalEvaluator is the evaluator library linked in-process;

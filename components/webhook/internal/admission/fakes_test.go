@@ -24,18 +24,21 @@ import (
 )
 
 const (
-	pool      = "guard.xila.us/tenant-pool"
-	tenantNS  = "acme-ml"
-	strictNS  = "acme-strict"
-	plainNS   = "web"
-	poolNode  = "gpu-1"
-	plainNode = "cpu-1"
-	scheduler = "system:serviceaccount:xila-guard-system:xila-guard-scheduler"
-	volcano   = "system:serviceaccount:volcano-system:volcano-scheduler"
-	reporter  = "system:serviceaccount:kai-system:kai-scheduler"
-	sharedGPU = "gpu-shared"
-	betaNode  = "gpu-beta"
-	infraSA   = "system:serviceaccount:gpu-operator:device-plugin"
+	pool     = "guard.xila.us/tenant-pool"
+	tenantNS = "acme-ml"
+	strictNS = "acme-strict"
+	// unlabelledNS is listed by acme's binding but lacks the tenant
+	// label; its pod p is privileged.
+	unlabelledNS = "acme-unlabelled"
+	plainNS      = "web"
+	poolNode     = "gpu-1"
+	plainNode    = "cpu-1"
+	scheduler    = "system:serviceaccount:xila-guard-system:xila-guard-scheduler"
+	volcano      = "system:serviceaccount:volcano-system:volcano-scheduler"
+	reporter     = "system:serviceaccount:kai-system:kai-scheduler"
+	sharedGPU    = "gpu-shared"
+	betaNode     = "gpu-beta"
+	infraSA      = "system:serviceaccount:gpu-operator:device-plugin"
 )
 
 // fakeCluster is a cluster with one tenant namespace and one pool node.
@@ -45,7 +48,7 @@ type fakeCluster struct {
 	nodes      map[string]*corev1.Node
 	podsOn     map[string][]string
 	states     map[string]*v1alpha1.NodeSecurityStateSpec
-	podSAs     map[string]string
+	pods       map[string]*corev1.Pod
 	err        error
 }
 
@@ -65,8 +68,9 @@ func newFakeCluster() *fakeCluster {
 	return &fakeCluster{
 		synced: true,
 		identities: map[string]Identity{
-			tenantNS: {Protected: true, Tenant: &wire.Tenant{ID: "acme"}, Policy: &wire.Policy{Name: "acme-policy", Spec: acmePolicy}},
-			strictNS: {Protected: true, Tenant: &wire.Tenant{ID: "acme"},
+			tenantNS:     {Protected: true, Labelled: true, Tenant: &wire.Tenant{ID: "acme"}, Policy: &wire.Policy{Name: "acme-policy", Spec: acmePolicy}},
+			unlabelledNS: {Protected: true, Tenant: &wire.Tenant{ID: "acme"}, Policy: &wire.Policy{Name: "acme-policy", Spec: acmePolicy}},
+			strictNS: {Protected: true, Labelled: true, Tenant: &wire.Tenant{ID: "acme"},
 				Policy: &wire.Policy{Name: "acme-strict", Spec: v1alpha1.PlacementPolicySpec{PodSecurity: v1alpha1.PodSecurityRestricted}}},
 			"orphaned": {Protected: true, Note: "namespace orphaned has an empty guard.xila.us/tenant label"},
 		},
@@ -82,7 +86,12 @@ func newFakeCluster() *fakeCluster {
 			sharedGPU: attested(sharedGPU, v1alpha1.SharingTimeSlicing),
 			betaNode:  attested(betaNode, v1alpha1.SharingExclusive),
 		},
-		podSAs: map[string]string{"gpu-operator/p": "device-plugin"},
+		pods: map[string]*corev1.Pod{
+			"gpu-operator/p": makePod("gpu-operator").sa("device-plugin").obj(),
+			unlabelledNS + "/p": makePod(unlabelledNS).mod(func(s *corev1.PodSpec) {
+				s.Containers[0].SecurityContext = privileged()
+			}).obj(),
+		},
 	}
 }
 
@@ -101,14 +110,14 @@ func (f *fakeCluster) State(node string) (*v1alpha1.NodeSecurityStateSpec, bool)
 	s, ok := f.states[node]
 	return s, ok
 }
-func (f *fakeCluster) PodServiceAccount(_ context.Context, ns, name string) (string, error) {
+func (f *fakeCluster) Pod(_ context.Context, ns, name string) (*corev1.Pod, error) {
 	if f.err != nil {
-		return "", f.err
+		return nil, f.err
 	}
-	if sa, ok := f.podSAs[ns+"/"+name]; ok {
-		return sa, nil
+	if p, ok := f.pods[ns+"/"+name]; ok {
+		return p, nil
 	}
-	return "default", nil
+	return makePod(ns).obj(), nil
 }
 func (f *fakeCluster) TenantPodsOn(_ context.Context, node string) ([]string, error) {
 	if f.err != nil {

@@ -45,6 +45,7 @@ func TestBindingRules(t *testing.T) {
 		{name: "external binder binds an infrastructure pod to a pool node", user: volcano, ns: "gpu-operator", node: poolNode},
 		{name: "external binder binds an unresolved tenant's pod", user: volcano, ns: "orphaned", node: poolNode, want: guard.ReasonTenantUnresolved},
 		{name: "report-only binder binds a protected pod to a time-sliced node", user: reporter, ns: tenantNS, node: sharedGPU},
+		{name: "a privileged pod of a listed namespace without the tenant label is judged at bind time", user: scheduler, ns: unlabelledNS, node: poolNode, want: guard.ReasonPrivilegedContainer},
 		{name: "a binding by no binder is refused even where a report-only binder's would pass", user: "system:kube-scheduler", ns: tenantNS, node: sharedGPU, want: guard.ReasonBindingNotAllowed},
 		{name: "default scheduler binds a protected pod", user: "system:kube-scheduler", ns: tenantNS, node: plainNode, want: guard.ReasonBindingNotAllowed},
 		{name: "tenant binds its own pod", user: "system:serviceaccount:acme-ml:default", ns: tenantNS, node: poolNode, want: guard.ReasonBindingNotAllowed},

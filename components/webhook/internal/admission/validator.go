@@ -270,12 +270,12 @@ func (v *Validator) validateBinding(ctx context.Context, req *admissionv1.Admiss
 // judgeBinding decides, for one node, a binding by an accepted binder.
 func (v *Validator) judgeBinding(ctx context.Context, subject, ns, name string, node *corev1.Node, pool string, id Identity) outcome {
 	if !id.Protected {
-		sa, err := v.cfg.Cluster.PodServiceAccount(ctx, ns, name)
+		pod, err := v.cfg.Cluster.Pod(ctx, ns, name)
 		if err != nil {
 			return deny(subject, violation{RuleLookup, guard.ReasonLookupFailed, "",
 				fmt.Sprintf("cannot read pod %s/%s to tell whether it runs as a trusted service account: %v", ns, name, err)})
 		}
-		if slices.Contains(v.cfg.TrustedServiceAccounts, serviceAccountPrefix+ns+":"+sa) {
+		if slices.Contains(v.cfg.TrustedServiceAccounts, podServiceAccount(ns, pod)) {
 			return outcome{}
 		}
 		return deny(subject, violation{RuleBinding, guard.ReasonBindingNotAllowed, "target.name",
@@ -287,6 +287,18 @@ func (v *Validator) judgeBinding(ctx context.Context, subject, ns, name string, 
 			detail += ": " + id.Note
 		}
 		return deny(subject, violation{RuleTenant, guard.ReasonTenantUnresolved, "metadata.namespace", detail})
+	}
+	if !id.Labelled {
+		// The namespace lacks the tenant label, so its pods were not sent
+		// to the webhook at creation: judge the pod's own rules now.
+		pod, err := v.cfg.Cluster.Pod(ctx, ns, name)
+		if err != nil {
+			return deny(subject, violation{RuleLookup, guard.ReasonLookupFailed, "",
+				fmt.Sprintf("cannot read pod %s/%s, whose namespace lacks the %s label, to judge it: %v", ns, name, guard.LabelTenant, err)})
+		}
+		if vs := v.protectedViolations(pod, id, false, false); len(vs) > 0 {
+			return deny(subject, vs...)
+		}
 	}
 	gpus := guard.AllocatableGPUs(node.Status.Allocatable)
 	candidate := wire.Node{Name: node.Name, UID: node.UID, Pool: pool, AllocatableGPUs: &gpus}

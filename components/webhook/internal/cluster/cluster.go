@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/guardclient"
 	"github.com/xila-guard/xila-guard/components/api/resolve"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
@@ -164,7 +165,8 @@ func (c *Cluster) identity(ctx context.Context, namespace string) (admission.Ide
 	if err != nil {
 		return admission.Identity{}, err
 	}
-	return admission.Identity{Protected: r.Protected, Tenant: wire.TenantOf(r.Tenant), Policy: wire.PolicyOf(r.Policy), Note: r.Note}, nil
+	_, labelled := ns.Labels[guard.LabelTenant]
+	return admission.Identity{Protected: r.Protected, Tenant: wire.TenantOf(r.Tenant), Policy: wire.PolicyOf(r.Policy), Note: r.Note, Labelled: labelled}, nil
 }
 
 func (c *Cluster) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
@@ -202,20 +204,16 @@ func (c *Cluster) State(name string) (*v1alpha1.NodeSecurityStateSpec, bool) {
 	return &nss.Spec, true
 }
 
-// PodServiceAccount reads a pod from the API server (it is being bound, so
-// the cache of bound pods does not have it) and returns its service
-// account.
-func (c *Cluster) PodServiceAccount(ctx context.Context, namespace, name string) (string, error) {
+// Pod reads a pod from the API server: it is being bound, so the cache of
+// bound pods does not have it.
+func (c *Cluster) Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, namespaceReadTimeout)
 	defer cancel()
 	p, err := c.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return "", fmt.Errorf("reading pod %s/%s: %w", namespace, name, err)
+		return nil, fmt.Errorf("reading pod %s/%s: %w", namespace, name, err)
 	}
-	if p.Spec.ServiceAccountName == "" {
-		return "default", nil
-	}
-	return p.Spec.ServiceAccountName, nil
+	return p, nil
 }
 
 // TenantPodsOn lists the pods of protected namespaces bound to the node
