@@ -16,10 +16,10 @@ import (
 // world is a Lookup over fixed objects; a non-nil error field makes that
 // read fail.
 type world struct {
-	bindings   []*v1alpha1.TenantBinding
-	policies   []*v1alpha1.PlacementPolicy
-	listErr    error
-	policyErr  error
+	bindings  []*v1alpha1.TenantBinding
+	policies  []*v1alpha1.PlacementPolicy
+	listErr   error
+	policyErr error
 }
 
 func (w *world) Listing(namespace string) ([]*v1alpha1.TenantBinding, error) {

@@ -69,9 +69,12 @@ type NodeSecurityStateSpec struct {
 	// +required
 	Complete bool `json:"complete"`
 
-	// devices are the node's GPUs. Devices that disagree on sharing mode,
-	// MIG profile or CC mode make the node indeterminate (MIXED_POOL): the
-	// evaluator cannot know which device a pod will get.
+	// devices are the node's GPUs, or its MIG slices. Devices that disagree
+	// on MIG, sharing mode, MIG profile or CC mode make the node
+	// indeterminate (MIXED_POOL): the evaluator cannot know which device a
+	// pod will get. When the node offers pods more GPUs than the devices
+	// account for, or a policy's GPU rules find no device to judge, the
+	// evidence is incomplete (EVIDENCE_INCOMPLETE).
 	// +listType=map
 	// +listMapKey=id
 	// +kubebuilder:validation:MaxItems=64
@@ -84,8 +87,11 @@ type NodeSecurityStateSpec struct {
 	TEE *TEEFacts `json:"tee,omitempty"`
 }
 
-// GPUDevice is what the evidence says about one GPU.
-// +kubebuilder:validation:XValidation:rule="!has(self.migProfile) || (has(self.sharingMode) && self.sharingMode == 'MIG')",message="migProfile needs sharingMode: MIG"
+// GPUDevice is what the evidence says about one GPU. Whether the device is
+// MIG-partitioned (mig) and how it, or each of its MIG slices, is shared
+// (sharingMode) are separate facts, and the evaluator judges both: a
+// time-sliced MIG slice is still time-sliced.
+// +kubebuilder:validation:XValidation:rule="!has(self.migProfile) || (has(self.mig) && self.mig) || (has(self.sharingMode) && self.sharingMode == 'MIG')",message="migProfile needs mig: true (or sharingMode: MIG)"
 type GPUDevice struct {
 	// id identifies the device on the node: its UUID, or its index when the
 	// source knows no UUID.
@@ -104,13 +110,22 @@ type GPUDevice struct {
 	// +optional
 	Model string `json:"model,omitempty"`
 
-	// sharingMode is how the device is shared. Empty when unknown, which
-	// makes evidence incomplete for a policy that restricts sharing.
+	// mig is true when the device is partitioned into MIG instances; the
+	// device then stands for one MIG slice, and sharingMode says how each
+	// slice is shared (Exclusive, MPS or TimeSlicing).
+	// +optional
+	MIG bool `json:"mig,omitempty"`
+
+	// sharingMode is how the device, or each of its MIG slices, is shared.
+	// Empty when unknown, which makes evidence incomplete for a policy that
+	// restricts sharing. MIG is kept from before the mig field and means
+	// MIG slices that are each given to one container, the same as mig:
+	// true with Exclusive.
 	// +optional
 	SharingMode GPUSharingMode `json:"sharingMode,omitempty"`
 
-	// migProfile is the MIG partition profile, e.g. 1g.10gb; only with
-	// sharingMode MIG.
+	// migProfile is the MIG partition profile, e.g. 1g.10gb; only on a
+	// MIG-partitioned device.
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	MIGProfile string `json:"migProfile,omitempty"`

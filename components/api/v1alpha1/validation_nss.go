@@ -55,7 +55,7 @@ func validateDevices(errs field.ErrorList, devices []GPUDevice, spec *field.Path
 func deviceValid(d *GPUDevice) bool {
 	return d.ID != "" && len(d.ID) <= 128 && len(d.Vendor) <= 64 && len(d.Model) <= 128 && len(d.MIGProfile) <= 64 &&
 		(d.SharingMode == "" || slices.Contains(GPUSharingModes, d.SharingMode)) &&
-		(d.MIGProfile == "" || d.SharingMode == SharingMIG) &&
+		(d.MIGProfile == "" || d.MIGPartitioned()) &&
 		(d.CCMode == "" || slices.Contains(GPUCCModes, d.CCMode))
 }
 
@@ -68,8 +68,8 @@ func validateDevice(d *GPUDevice, path *field.Path) field.ErrorList {
 	if d.SharingMode != "" && !slices.Contains(GPUSharingModes, d.SharingMode) {
 		errs = append(errs, field.NotSupported(path.Child("sharingMode"), d.SharingMode, GPUSharingModes))
 	}
-	if d.MIGProfile != "" && d.SharingMode != SharingMIG {
-		errs = append(errs, field.Invalid(path.Child("migProfile"), d.MIGProfile, "migProfile needs sharingMode: MIG"))
+	if d.MIGProfile != "" && !d.MIGPartitioned() {
+		errs = append(errs, field.Invalid(path.Child("migProfile"), d.MIGProfile, "migProfile needs mig: true (or sharingMode: MIG)"))
 	}
 	if d.CCMode != "" && !slices.Contains(GPUCCModes, d.CCMode) {
 		errs = append(errs, field.NotSupported(path.Child("ccMode"), d.CCMode, GPUCCModes))

@@ -114,6 +114,13 @@ func TestValidateNodeSecurityStateSpec(t *testing.T) {
 			"spec.devices[2].ccMode: FieldValueNotSupported", "spec.devices[2].id: FieldValueDuplicate",
 			"spec.devices[3].id: FieldValueRequired",
 		}},
+		{name: "MIG profile on a device with mig and any sharing mode", mutate: func(s *NodeSecurityStateSpec) {
+			s.Devices = append(s.Devices, GPUDevice{ID: "2", MIG: true, SharingMode: SharingTimeSlicing, MIGProfile: "1g.10gb"},
+				GPUDevice{ID: "3", MIG: true, MIGProfile: "1g.10gb"}, GPUDevice{ID: "4", MIG: true, SharingMode: SharingMIG})
+		}},
+		{name: "MIG profile without mig", mutate: func(s *NodeSecurityStateSpec) {
+			s.Devices = append(s.Devices, GPUDevice{ID: "2", SharingMode: SharingTimeSlicing, MIGProfile: "1g.10gb"})
+		}, want: []string{"spec.devices[2].migProfile: FieldValueInvalid"}},
 		{name: "too many devices", mutate: func(s *NodeSecurityStateSpec) {
 			s.Devices = make([]GPUDevice, 65)
 			for i := range s.Devices {

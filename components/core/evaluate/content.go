@@ -23,9 +23,7 @@ func (in *input) content(s *v1alpha1.NodeSecurityStateSpec) []finding {
 	var findings []finding
 	if len(s.Devices) > 0 {
 		d := &s.Devices[0]
-		if f, ok := in.sharingFinding(d.SharingMode, len(s.Devices)); !ok {
-			findings = append(findings, f)
-		}
+		findings = in.sharingFindings(findings, d, len(s.Devices))
 		if in.cc != nil && in.cc.GPUCCMode != "" && d.CCMode != in.cc.GPUCCMode {
 			findings = append(findings, finding{guard.ReasonCCModeMismatch, fmt.Sprintf(
 				"the node's GPUs are in CC mode %s, policy %s requires %s", d.CCMode, in.policyQ, in.cc.GPUCCMode)})
@@ -37,6 +35,29 @@ func (in *input) content(s *v1alpha1.NodeSecurityStateSpec) []finding {
 	return findings
 }
 
+// sharingFindings judges each sharing mode that applies to the devices on
+// its own: MIG when they are partitioned, and how they, or their MIG
+// slices, are shared. Exclusive slices add nothing to MIG, which alone
+// means one container per slice; so the older sharingMode MIG, and
+// policies that allow MIG but not Exclusive, keep their meaning.
+func (in *input) sharingFindings(findings []finding, d *v1alpha1.GPUDevice, devices int) []finding {
+	mode := d.SliceSharing()
+	if d.MIGPartitioned() {
+		if f, ok := in.sharingFinding(v1alpha1.SharingMIG, devices); !ok {
+			findings = append(findings, f)
+		}
+		if mode == v1alpha1.SharingExclusive {
+			return findings
+		}
+	}
+	if f, ok := in.sharingFinding(mode, devices); !ok {
+		findings = append(findings, f)
+	}
+	return findings
+}
+
+// sharingMode judges one sharing mode of the node's devices against the
+// policy's allowed and forbidden modes.
 func (in *input) sharingMode(mode v1alpha1.GPUSharingMode, devices int) (finding, bool) {
 	if in.sharing == nil {
 		return finding{}, true

@@ -12,11 +12,16 @@
 //     OUTSIDE_POOL: deny), unless the policy's confinement is Any and the
 //     node is in no pool at all (allow, UNGUARDED_NODE);
 //  3. admissibility: the evidence must exist, describe this node, come from
-//     an accepted source, be fresh and complete (indeterminate);
+//     an accepted source, be fresh and complete (indeterminate). Complete
+//     includes accounting for the GPUs: the devices it lists must match
+//     the node's allocatable GPUs when the caller passes them, and a policy
+//     with GPU rules needs at least one device to judge
+//     (EVIDENCE_INCOMPLETE);
 //  4. consistency: the node's devices must agree (MIXED_POOL: indeterminate);
 //  5. content: sharing modes, CC mode, TEE type, launch measurement and
 //     attestation. Every content rule runs; a violation denies, and a
-//     missing or stale attestation is indeterminate.
+//     missing or stale attestation is indeterminate. MIG and the sharing
+//     of a device or its MIG slices are judged as separate modes.
 //
 // Only a node that passes every stage is allowed. The same input and clock
 // always give the same output, reasons included.

@@ -21,18 +21,27 @@ func (in *input) admissible(n *wire.Node, s *v1alpha1.NodeSecurityStateSpec) []f
 		findings = append(findings, finding{guard.ReasonSourceNotAccepted, detail})
 	}
 	findings = in.freshness(findings, s)
-	if missing := in.missingFacts(s); !s.Complete || len(missing) > 0 {
-		detail := "the publisher marked the evidence incomplete"
-		if len(missing) > 0 {
-			detail = "the policy needs facts the evidence lacks: " + strings.Join(missing, ", ")
-			if !s.Complete {
-				detail = "the publisher marked the evidence incomplete, and the policy needs facts it lacks: " +
-					strings.Join(missing, ", ")
-			}
-		}
+	if detail := in.incompleteness(n, s); detail != "" {
 		findings = append(findings, finding{guard.ReasonEvidenceIncomplete, detail})
 	}
 	return findings
+}
+
+// incompleteness explains why the evidence is incomplete, or returns ""
+// when it is not: the publisher said so, a fact a rule needs is unknown,
+// or the devices it lists do not account for the GPUs the node offers.
+func (in *input) incompleteness(n *wire.Node, s *v1alpha1.NodeSecurityStateSpec) string {
+	var parts []string
+	if !s.Complete {
+		parts = append(parts, "the publisher marked the evidence incomplete")
+	}
+	if missing := in.missingFacts(s); len(missing) > 0 {
+		parts = append(parts, "the policy needs facts the evidence lacks: "+strings.Join(missing, ", "))
+	}
+	if gap := in.gpuGap(n.AllocatableGPUs, s.Devices); gap != "" {
+		parts = append(parts, gap)
+	}
+	return strings.Join(parts, ", and ")
 }
 
 // sourceAccepted applies the profile before the policy: production never
@@ -104,7 +113,14 @@ func mixedDevices(devices []v1alpha1.GPUDevice) (finding, bool) {
 		d := &devices[i]
 		var fact, a, b string
 		switch {
-		case d.SharingMode != first.SharingMode:
+		case d.MIGPartitioned() != first.MIGPartitioned():
+			mig, whole := first, d
+			if d.MIGPartitioned() {
+				mig, whole = d, first
+			}
+			return finding{guard.ReasonMixedPool, fmt.Sprintf(
+				"the node's devices disagree on MIG: %s is MIG-partitioned, %s is not", quote(mig.ID), quote(whole.ID))}, true
+		case d.SliceSharing() != first.SliceSharing():
 			fact, a, b = "sharingMode", string(first.SharingMode), string(d.SharingMode)
 		case d.MIGProfile != first.MIGProfile:
 			fact, a, b = "migProfile", first.MIGProfile, d.MIGProfile

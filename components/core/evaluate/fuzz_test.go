@@ -189,22 +189,75 @@ func allowForbidden(profile guard.Profile, req *wire.EvaluateRequest, n *wire.No
 	if age := at.Sub(s.ObservedAt.Time); age > maxAge || -age > DefaultClockSkew {
 		return "the evidence is stale or from the future"
 	}
+	if why := gpusUnaccounted(spec, n.AllocatableGPUs, s.Devices); why != "" {
+		return why
+	}
 	return contentForbidden(spec, s, at)
+}
+
+// gpusUnaccounted returns why the devices do not account for the GPUs the
+// node offers, or for the policy's GPU rules, or "".
+func gpusUnaccounted(spec *v1alpha1.PlacementPolicySpec, allocatable *int64, devices []v1alpha1.GPUDevice) string {
+	var offered int64
+	if allocatable != nil {
+		offered = *allocatable
+	}
+	sh, cc := spec.GPUSharing, spec.ConfidentialComputing
+	gpuRules := (sh != nil && (len(sh.AllowedModes) > 0 || len(sh.ForbiddenModes) > 0)) || (cc != nil && cc.GPUCCMode != "")
+	d := int64(len(devices))
+	switch {
+	case d == 0 && offered > 0:
+		return "the node offers GPUs and the evidence lists none"
+	case d == 0 && gpuRules:
+		return "the policy has GPU rules and the evidence lists no GPU"
+	case offered <= 0 || offered == d:
+		return ""
+	}
+	for _, dev := range devices {
+		if dev.SharingMode != v1alpha1.SharingTimeSlicing && dev.SharingMode != v1alpha1.SharingMPS {
+			return "the node offers more or fewer GPUs than the evidence lists, unshared"
+		}
+	}
+	if offered%d != 0 {
+		return "the node offers GPUs that are not a multiple of the shared devices"
+	}
+	return ""
+}
+
+// sharingModesOf lists the modes a policy judges on a device, written
+// apart from the rules: MIG when partitioned (mig, or the older
+// sharingMode MIG), and the sharing mode, which for MIG means Exclusive
+// and adds nothing to MIG.
+func sharingModesOf(d v1alpha1.GPUDevice) (modes []v1alpha1.GPUSharingMode, mig bool, sharing v1alpha1.GPUSharingMode) {
+	mig, sharing = d.MIG || d.SharingMode == v1alpha1.SharingMIG, d.SharingMode
+	if sharing == v1alpha1.SharingMIG {
+		sharing = v1alpha1.SharingExclusive
+	}
+	if mig {
+		modes = append(modes, v1alpha1.SharingMIG)
+	}
+	if !mig || sharing != v1alpha1.SharingExclusive {
+		modes = append(modes, sharing)
+	}
+	return modes, mig, sharing
 }
 
 func contentForbidden(spec *v1alpha1.PlacementPolicySpec, s *v1alpha1.NodeSecurityStateSpec, at time.Time) string {
 	for _, d := range s.Devices {
+		modes, mig, sharing := sharingModesOf(d)
 		if sh := spec.GPUSharing; sh != nil {
-			if slices.Contains(sh.ForbiddenModes, d.SharingMode) ||
-				(len(sh.AllowedModes) > 0 && !slices.Contains(sh.AllowedModes, d.SharingMode)) {
-				return "a device's sharing mode is not allowed"
+			for _, m := range modes {
+				if slices.Contains(sh.ForbiddenModes, m) || (len(sh.AllowedModes) > 0 && !slices.Contains(sh.AllowedModes, m)) {
+					return "a device's sharing mode " + string(m) + " is not allowed"
+				}
 			}
 			if (len(sh.ForbiddenModes) > 0 || len(sh.AllowedModes) > 0) && !slices.Contains(v1alpha1.GPUSharingModes, d.SharingMode) {
 				return "a device's sharing mode is unknown"
 			}
 		}
-		if d != s.Devices[0] && (d.SharingMode != s.Devices[0].SharingMode || d.CCMode != s.Devices[0].CCMode ||
-			d.MIGProfile != s.Devices[0].MIGProfile) {
+		_, firstMIG, firstSharing := sharingModesOf(s.Devices[0])
+		if mig != firstMIG || sharing != firstSharing || d.CCMode != s.Devices[0].CCMode ||
+			d.MIGProfile != s.Devices[0].MIGProfile {
 			return "the devices disagree"
 		}
 		if cc := spec.ConfidentialComputing; cc != nil && cc.GPUCCMode != "" && d.CCMode != cc.GPUCCMode {
@@ -237,6 +290,8 @@ func contentForbidden(spec *v1alpha1.PlacementPolicySpec, s *v1alpha1.NodeSecuri
 	}
 	return ""
 }
+
+func ptrTo[T any](v T) *T { return &v }
 
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
@@ -292,6 +347,10 @@ func generate(c *chooser) *wire.EvaluateRequest {
 			UID:   pick[types.UID](c, "", "uid-1", "uid-2"),
 			Pool:  pick(c, "acme", "", "gpu", "globex"),
 			State: generateState(c),
+			// Around every count the rules compare with up to three
+			// devices, doubled by checkLargeMatchesAlone.
+			AllocatableGPUs: pick(c, nil, ptrTo[int64](0), ptrTo[int64](1), ptrTo[int64](2), ptrTo[int64](3),
+				ptrTo[int64](4), ptrTo[int64](6), ptrTo[int64](7), ptrTo[int64](12), ptrTo[int64](-1)),
 		})
 	}
 	return req
@@ -337,6 +396,7 @@ func generateState(c *chooser) *v1alpha1.NodeSecurityStateSpec {
 	for i := range int(c.next() % 4) {
 		s.Devices = append(s.Devices, v1alpha1.GPUDevice{
 			ID:          string(rune('0' + i)),
+			MIG:         c.next()%4 == 1,
 			SharingMode: pick(c, append(v1alpha1.GPUSharingModes, "", "Odd")...),
 			MIGProfile:  pick(c, "", "1g.10gb"),
 			CCMode:      pick(c, append(v1alpha1.GPUCCModes, "", "Odd")...),

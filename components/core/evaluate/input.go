@@ -30,6 +30,9 @@ type input struct {
 	sharing      *v1alpha1.GPUSharingPolicy
 	cc           *v1alpha1.ConfidentialComputingPolicy
 	needsTEE     bool
+	// gpuRules is true when the policy has rules about GPUs: sharing
+	// modes or a GPU CC mode.
+	gpuRules bool
 
 	// memo, when set, remembers messages; see withMemo.
 	memo *memo
@@ -63,6 +66,7 @@ func newInput(req *wire.EvaluateRequest, profile guard.Profile, now time.Time, s
 			in.maxAttestAge = cc.MaxAttestationAge.Duration
 		}
 	}
+	in.gpuRules = in.sharing != nil || (in.cc != nil && in.cc.GPUCCMode != "")
 	return in
 }
 
@@ -71,7 +75,7 @@ func (in *input) podVerdict() wire.Verdict {
 	var findings []finding
 	if in.tenant == nil || in.tenant.ID == "" {
 		findings = append(findings, finding{guard.ReasonTenantUnresolved,
-			"the pod's tenant could not be resolved from a TenantBinding or the namespace's " + guard.LabelTenant + " label"})
+			"the pod's tenant could not be resolved: exactly one TenantBinding must list its namespace"})
 	}
 	if in.policy == nil {
 		findings = append(findings, finding{guard.ReasonNoPolicy,

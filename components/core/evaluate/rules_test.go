@@ -70,9 +70,12 @@ func TestConfidentialComputingRules(t *testing.T) { runRuleCases(t, confidential
 
 func TestContentRulesCombine(t *testing.T) { runRuleCases(t, contentRulesCombineCases()) }
 
+func TestGPUCountRules(t *testing.T) { runRuleCases(t, gpuCountRulesCases()) }
+
 // allRuleCases lists every rule case, for the tests that look across them.
 func allRuleCases() [][]ruleCase {
-	return [][]ruleCase{requestRulesCases(), placementRulesCases(), admissibilityRulesCases(), consistencyRulesCases(), sharingRulesCases(), confidentialComputingRulesCases(), contentRulesCombineCases()}
+	return [][]ruleCase{requestRulesCases(), placementRulesCases(), admissibilityRulesCases(), gpuCountRulesCases(),
+		consistencyRulesCases(), sharingRulesCases(), confidentialComputingRulesCases(), contentRulesCombineCases()}
 }
 
 // evaluate runs the case's request through an evaluator of its profile.
@@ -343,8 +346,18 @@ func consistencyRulesCases() []ruleCase {
 		req:  second(func(d *v1alpha1.GPUDevice) { d.Model = "A100" }),
 		want: allow(),
 	}, {
-		name: "a node without GPUs has nothing to disagree on or share",
-		req:  withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.Devices = nil }),
+		name: "devices disagree on MIG",
+		req: both(withState(allDevices(func(d *v1alpha1.GPUDevice) { d.SharingMode = v1alpha1.SharingTimeSlicing }),
+			func(s *v1alpha1.NodeSecurityStateSpec) { s.Devices[1].MIG = true }),
+			withPolicy(func(p *v1alpha1.PlacementPolicySpec) { p.GPUSharing = nil })),
+		want:        indeterminate(guard.ReasonMixedPool),
+		wantMessage: "disagree on MIG: gpu-1 is MIG-partitioned, gpu-0 is not",
+	}, {
+		name: "the older sharingMode MIG agrees with mig and Exclusive",
+		req: withState(allDevices(func(d *v1alpha1.GPUDevice) { d.SharingMode, d.MIGProfile = v1alpha1.SharingMIG, "1g.10gb" }),
+			func(s *v1alpha1.NodeSecurityStateSpec) {
+				s.Devices[1].MIG, s.Devices[1].SharingMode = true, v1alpha1.SharingExclusive
+			}),
 		want: allow(),
 	}}
 }
@@ -391,6 +404,150 @@ func sharingRulesCases() []ruleCase {
 		req: both(mode(v1alpha1.SharingTimeSlicing),
 			withPolicy(func(p *v1alpha1.PlacementPolicySpec) { p.GPUSharing = nil })),
 		want: allow(),
+	}, {
+		name:        "time-sliced MIG slices are time-sliced",
+		req:         migSliced(v1alpha1.SharingTimeSlicing),
+		want:        deny(guard.ReasonTimeSlicingForbidden),
+		wantMessage: "shared by TimeSlicing and policy strict forbids it",
+	}, {
+		name: "MPS on MIG slices where MPS is forbidden",
+		req:  migSliced(v1alpha1.SharingMPS),
+		want: deny(guard.ReasonMPSForbidden),
+	}, {
+		name: "MIG allowed but time-slicing forbidden",
+		req: both(migSliced(v1alpha1.SharingTimeSlicing), withPolicy(func(p *v1alpha1.PlacementPolicySpec) {
+			p.GPUSharing = &v1alpha1.GPUSharingPolicy{AllowedModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingExclusive, v1alpha1.SharingMIG},
+				ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}}
+		})),
+		want: deny(guard.ReasonTimeSlicingForbidden),
+	}, {
+		name:        "MIG and time-slicing each refused with its own reason",
+		req:         both(migSliced(v1alpha1.SharingTimeSlicing), allowOnly(v1alpha1.SharingExclusive)),
+		want:        deny(guard.ReasonMIGForbidden, guard.ReasonTimeSlicingForbidden),
+		wantMessage: "shared by MIG and policy strict allows only [Exclusive]",
+	}, {
+		name: "time-sliced MIG slices allowed when both modes are",
+		req:  both(migSliced(v1alpha1.SharingTimeSlicing), allowOnly(v1alpha1.SharingMIG, v1alpha1.SharingTimeSlicing)),
+		want: allow(),
+	}, {
+		name: "exclusive MIG slices are judged as MIG alone",
+		req:  both(migSliced(v1alpha1.SharingExclusive), allowOnly(v1alpha1.SharingMIG)),
+		want: allow(),
+	}, {
+		name: "exclusive MIG slices where only whole GPUs are allowed",
+		req:  both(migSliced(v1alpha1.SharingExclusive), allowOnly(v1alpha1.SharingExclusive)),
+		want: deny(guard.ReasonMIGForbidden),
+	}, {
+		name: "mig with the older sharingMode MIG",
+		req:  both(migSliced(v1alpha1.SharingMIG), allowOnly(v1alpha1.SharingMIG)),
+		want: allow(),
+	}, {
+		name:        "MIG slices whose sharing is unknown while the policy restricts sharing",
+		req:         migSliced(""),
+		want:        indeterminate(guard.ReasonEvidenceIncomplete),
+		wantMessage: "devices[gpu-0].sharingMode",
+	}}
+}
+
+// migSliced makes every device a MIG slice shared by mode.
+func migSliced(mode v1alpha1.GPUSharingMode) func(*wire.EvaluateRequest) {
+	return withState(allDevices(func(d *v1alpha1.GPUDevice) {
+		d.MIG, d.SharingMode, d.MIGProfile = true, mode, "1g.10gb"
+	}))
+}
+
+// withAllocatable sets the GPUs the first node offers pods.
+func withAllocatable(n int64) func(*wire.EvaluateRequest) {
+	return func(r *wire.EvaluateRequest) { r.Nodes[0].AllocatableGPUs = &n }
+}
+
+func gpuCountRulesCases() []ruleCase {
+	noDevices := withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.Devices = nil })
+	mode := func(m v1alpha1.GPUSharingMode) func(*wire.EvaluateRequest) {
+		return withState(allDevices(func(d *v1alpha1.GPUDevice) { d.SharingMode = m }))
+	}
+	anySharing := withPolicy(func(p *v1alpha1.PlacementPolicySpec) { p.GPUSharing = nil })
+	noGPURules := withPolicy(func(p *v1alpha1.PlacementPolicySpec) { p.GPUSharing, p.ConfidentialComputing.GPUCCMode = nil, "" })
+	return []ruleCase{{
+		name: "allocatable GPUs equal to the devices",
+		req:  withAllocatable(2),
+		want: allow(),
+	}, {
+		name: "allocatable GPUs unknown are not checked",
+		req:  func(r *wire.EvaluateRequest) { r.Nodes[0].AllocatableGPUs = nil },
+		want: allow(),
+	}, {
+		name: "no allocatable GPUs is not held against the devices listed",
+		req:  withAllocatable(0),
+		want: allow(),
+	}, {
+		name:        "allocatable GPUs and no device in the evidence",
+		req:         both(noDevices, noGPURules, withAllocatable(8)),
+		want:        indeterminate(guard.ReasonEvidenceIncomplete),
+		wantMessage: "the node offers 8 GPU(s) to pods (allocatableGPUs) but the evidence lists no GPU device",
+	}, {
+		name:        "more allocatable GPUs than exclusive devices",
+		req:         withAllocatable(4),
+		want:        indeterminate(guard.ReasonEvidenceIncomplete),
+		wantMessage: "offers 4 GPU(s) to pods (allocatableGPUs) but the evidence lists 2 GPU device(s), and only time-sliced or MPS-shared devices are offered more than once",
+	}, {
+		name: "fewer allocatable GPUs than devices",
+		req:  withAllocatable(1),
+		want: indeterminate(guard.ReasonEvidenceIncomplete),
+	}, {
+		name: "time-sliced replicas, a multiple of the devices",
+		req:  both(mode(v1alpha1.SharingTimeSlicing), anySharing, withAllocatable(8)),
+		want: allow(),
+	}, {
+		name:        "time-sliced replicas, not a multiple of the devices",
+		req:         both(mode(v1alpha1.SharingTimeSlicing), anySharing, withAllocatable(5)),
+		want:        indeterminate(guard.ReasonEvidenceIncomplete),
+		wantMessage: "lists 2 time-sliced or MPS-shared GPU device(s), which are offered in equal numbers of replicas: a multiple of 2",
+	}, {
+		name: "MPS replicas, a multiple of the devices",
+		req:  both(mode(v1alpha1.SharingMPS), anySharing, withAllocatable(6)),
+		want: allow(),
+	}, {
+		name: "time-sliced replicas of MIG slices",
+		req:  both(migSliced(v1alpha1.SharingTimeSlicing), anySharing, withAllocatable(14)),
+		want: allow(),
+	}, {
+		name: "exclusive MIG slices are offered one each",
+		req:  both(migSliced(v1alpha1.SharingMIG), withAllocatable(4)),
+		want: indeterminate(guard.ReasonEvidenceIncomplete),
+	}, {
+		name: "replicas that agree with the devices are still judged by the sharing rules",
+		req:  both(mode(v1alpha1.SharingTimeSlicing), withAllocatable(8)),
+		want: deny(guard.ReasonTimeSlicingForbidden),
+	}, {
+		name:        "sharing rules and no device in the evidence",
+		req:         both(noDevices, withPolicy(func(p *v1alpha1.PlacementPolicySpec) { p.ConfidentialComputing.GPUCCMode = "" })),
+		want:        indeterminate(guard.ReasonEvidenceIncomplete),
+		wantMessage: "policy strict restricts GPU sharing modes, but the evidence lists no GPU device to judge",
+	}, {
+		name:        "a GPU CC mode and no device in the evidence",
+		req:         both(noDevices, anySharing),
+		want:        indeterminate(guard.ReasonEvidenceIncomplete),
+		wantMessage: "policy strict requires GPU CC mode On, but the evidence lists no GPU device to judge",
+	}, {
+		name: "GPU rules and no device, even when the node offers no GPU",
+		req:  both(noDevices, withAllocatable(0)),
+		want: indeterminate(guard.ReasonEvidenceIncomplete),
+	}, {
+		name: "a node without GPUs under a policy without GPU rules",
+		req:  both(noDevices, noGPURules, withAllocatable(0)),
+		want: allow(),
+	}, {
+		name: "a policy whose sharing rules are empty has no GPU rules",
+		req: both(noDevices, withPolicy(func(p *v1alpha1.PlacementPolicySpec) {
+			p.GPUSharing, p.ConfidentialComputing.GPUCCMode = &v1alpha1.GPUSharingPolicy{}, ""
+		})),
+		want: allow(),
+	}, {
+		name:        "a miscount is reported with the publisher's own doubt",
+		req:         both(withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.Complete = false }), withAllocatable(3)),
+		want:        indeterminate(guard.ReasonEvidenceIncomplete),
+		wantMessage: "the publisher marked the evidence incomplete, and the node offers 3 GPU(s) to pods",
 	}}
 }
 

@@ -173,6 +173,10 @@ func validateNode(n *Node, nodes *field.Path, i int) field.ErrorList {
 		errs = append(errs, validateName(p.Child("uid"), string(n.UID), 128, false)...)
 		errs = append(errs, validateName(p.Child("pool"), n.Pool, 63, false)...)
 	}
+	if n.AllocatableGPUs != nil && *n.AllocatableGPUs < 0 {
+		errs = append(errs, field.Invalid(nodes.Index(i).Child("allocatableGPUs"), *n.AllocatableGPUs,
+			"must not be negative: the count of the node's allocatable GPU resources, or left out when unknown"))
+	}
 	if n.State != nil && len(v1alpha1.ValidateNodeSecurityStateSpec(n.State, statePath)) > 0 {
 		errs = append(errs, v1alpha1.ValidateNodeSecurityStateSpec(n.State, nodes.Index(i).Child("state"))...)
 	}

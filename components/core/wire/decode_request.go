@@ -19,13 +19,13 @@ var (
 	podFields         = strictjson.NewFields("namespace", "name", "uid")
 	tenantFields      = strictjson.NewFields("id", "pool")
 	policyFields      = strictjson.NewFields("name", "spec")
-	policySpecFields  = strictjson.NewFields("confinement", "evidence", "gpuSharing", "confidentialComputing")
+	policySpecFields  = strictjson.NewFields("confinement", "evidence", "gpuSharing", "confidentialComputing", "podSecurity")
 	evidenceFields    = strictjson.NewFields("acceptedSources", "maxAge")
 	sharingFields     = strictjson.NewFields("allowedModes", "forbiddenModes")
 	ccFields          = strictjson.NewFields("teeTypes", "gpuCCMode", "allowedMeasurements", "requireAttestation", "maxAttestationAge")
-	nodeFields        = strictjson.NewFields("name", "uid", "pool", "state")
+	nodeFields        = strictjson.NewFields("name", "uid", "pool", "allocatableGPUs", "state")
 	stateFields       = strictjson.NewFields("nodeUID", "incarnation", "observedAt", "source", "complete", "devices", "tee")
-	deviceFields      = strictjson.NewFields("id", "vendor", "model", "sharingMode", "migProfile", "ccMode")
+	deviceFields      = strictjson.NewFields("id", "vendor", "model", "mig", "sharingMode", "migProfile", "ccMode")
 	teeFields         = strictjson.NewFields("type", "measurement", "attestation")
 	attestationFields = strictjson.NewFields("verdict", "verifiedAt", "verifier")
 )
@@ -51,6 +51,7 @@ type requestDecoder struct {
 	req          EvaluateRequest
 	nodeBuf      []Node
 	nodesUsed    int
+	counts       block[int64]
 	states       block[v1alpha1.NodeSecurityStateSpec]
 	tees         block[v1alpha1.TEEFacts]
 	attestations block[v1alpha1.Attestation]
@@ -90,6 +91,7 @@ func (d *requestDecoder) reset() {
 	d.req = EvaluateRequest{}
 	clear(d.devices)
 	d.devices = d.devices[:0]
+	d.counts.reset()
 	d.states.reset()
 	d.tees.reset()
 	d.attestations.reset()
@@ -188,13 +190,17 @@ func (d *requestDecoder) policySpec(s *v1alpha1.PlacementPolicySpec) error {
 			}
 			s.GPUSharing = new(v1alpha1.GPUSharingPolicy)
 			return d.sharing(s.GPUSharing)
-		default:
+		case 3:
 			if null, err := r.Null(); null || err != nil {
 				s.ConfidentialComputing = nil
 				return err
 			}
 			s.ConfidentialComputing = new(v1alpha1.ConfidentialComputingPolicy)
 			return d.confidentialComputing(s.ConfidentialComputing)
+		default:
+			v, err := r.String()
+			s.PodSecurity = v1alpha1.PodSecurityLevel(v)
+			return err
 		}
 	})
 }
@@ -383,6 +389,8 @@ func (d *requestDecoder) node(n *Node) error {
 			s, err := r.String()
 			n.Pool = s
 			return err
+		case 3:
+			return d.allocatable(&n.AllocatableGPUs)
 		default:
 			if null, err := r.Null(); null || err != nil {
 				n.State = nil
@@ -392,6 +400,20 @@ func (d *requestDecoder) node(n *Node) error {
 			return d.state(n.State)
 		}
 	})
+}
+
+// allocatable decodes an optional count into the shared block of counts;
+// null leaves it unknown.
+func (d *requestDecoder) allocatable(count **int64) error {
+	r := d.r
+	if null, err := r.Null(); null || err != nil {
+		*count = nil
+		return err
+	}
+	*count = d.counts.next()
+	v, err := r.Int64()
+	**count = v
+	return err
 }
 
 func (d *requestDecoder) state(s *v1alpha1.NodeSecurityStateSpec) error {
@@ -437,6 +459,11 @@ func (d *requestDecoder) deviceList(list *[]v1alpha1.GPUDevice) error {
 func (d *requestDecoder) device(g *v1alpha1.GPUDevice) error {
 	r := d.r
 	return r.Object(deviceFields, func(i int) error {
+		if i == 3 {
+			b, err := r.Bool()
+			g.MIG = b
+			return err
+		}
 		s, err := r.String()
 		switch i {
 		case 0:
@@ -445,9 +472,9 @@ func (d *requestDecoder) device(g *v1alpha1.GPUDevice) error {
 			g.Vendor = s
 		case 2:
 			g.Model = s
-		case 3:
-			g.SharingMode = v1alpha1.GPUSharingMode(s)
 		case 4:
+			g.SharingMode = v1alpha1.GPUSharingMode(s)
+		case 5:
 			g.MIGProfile = s
 		default:
 			g.CCMode = v1alpha1.GPUCCMode(s)

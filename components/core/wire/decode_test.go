@@ -40,19 +40,24 @@ func fullRequest() *EvaluateRequest {
 				RequireAttestation:  true,
 				MaxAttestationAge:   &metav1.Duration{Duration: 30 * time.Minute},
 			},
+			PodSecurity: v1alpha1.PodSecurityRestricted,
 		}},
 		Nodes: []Node{{
-			Name: "node-1", UID: "uid-1", Pool: "acme-gpu",
+			Name: "node-1", UID: "uid-1", Pool: "acme-gpu", AllocatableGPUs: ptrTo[int64](2),
 			State: &v1alpha1.NodeSecurityStateSpec{
 				NodeUID: "uid-1", Incarnation: "inc-1", ObservedAt: at, Source: v1alpha1.SourceAttested, Complete: true,
 				Devices: []v1alpha1.GPUDevice{{ID: "gpu-0", Vendor: "nvidia", Model: "H100",
-					SharingMode: v1alpha1.SharingMIG, MIGProfile: "1g.10gb", CCMode: v1alpha1.CCModeOn}},
+					SharingMode: v1alpha1.SharingMIG, MIGProfile: "1g.10gb", CCMode: v1alpha1.CCModeOn},
+					{ID: "gpu-1", Vendor: "nvidia", Model: "H100", MIG: true,
+						SharingMode: v1alpha1.SharingExclusive, MIGProfile: "1g.10gb", CCMode: v1alpha1.CCModeOn}},
 				TEE: &v1alpha1.TEEFacts{Type: v1alpha1.TEETDX, Measurement: v1alpha1.Measurement("sha384:" + strings.Repeat("f", 96)),
 					Attestation: &v1alpha1.Attestation{Verdict: v1alpha1.AttestationPassed, VerifiedAt: at, Verifier: "kbs"}},
 			},
 		}, {Name: "node-2"}},
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
 
 func TestDecodeRoundTrip(t *testing.T) {
 	want := fullRequest()
@@ -118,7 +123,49 @@ func TestDecodeRefuses(t *testing.T) {
 		body: func(t *testing.T) []byte {
 			return patch(t, func(d map[string]any) { obj(d, "nodes", 0, "state", "devices", 0)["colour"] = "green" })
 		},
-		want: []string{"nodes[0].state.devices[0].colour: unknown field (expected one of: id, vendor, model, sharingMode, migProfile, ccMode)"},
+		want: []string{"nodes[0].state.devices[0].colour: unknown field (expected one of: id, vendor, model, mig, sharingMode, migProfile, ccMode)"},
+	}, {
+		name: "unknown field of a node names allocatableGPUs",
+		body: func(t *testing.T) []byte {
+			return patch(t, func(d map[string]any) { obj(d, "nodes", 0)["allocatableGpus"] = 2 })
+		},
+		want: []string{"nodes[0].allocatableGpus: unknown field (expected one of: name, uid, pool, allocatableGPUs, state)"},
+	}, {
+		name: "allocatableGPUs twice",
+		body: func(*testing.T) []byte {
+			return []byte(`{"pod":{"namespace":"a"},"nodes":[{"name":"n","allocatableGPUs":1,"allocatableGPUs":2}]}`)
+		},
+		want: []string{"nodes[0].allocatableGPUs: duplicate field"},
+	}, {
+		name: "allocatableGPUs not an integer",
+		body: func(t *testing.T) []byte {
+			return patch(t, func(d map[string]any) { obj(d, "nodes", 0)["allocatableGPUs"] = 1.5 })
+		},
+		want: []string{"nodes[0].allocatableGPUs: expected an integer, found 1.5"},
+	}, {
+		name: "allocatableGPUs a string",
+		body: func(t *testing.T) []byte {
+			return patch(t, func(d map[string]any) { obj(d, "nodes", 0)["allocatableGPUs"] = "8" })
+		},
+		want: []string{"nodes[0].allocatableGPUs: expected a number, found a string"},
+	}, {
+		name: "allocatableGPUs beyond int64",
+		body: func(*testing.T) []byte {
+			return []byte(`{"pod":{"namespace":"a"},"nodes":[{"name":"n","allocatableGPUs":9223372036854775808}]}`)
+		},
+		want: []string{"nodes[0].allocatableGPUs: integer 9223372036854775808 does not fit a int64"},
+	}, {
+		name: "negative allocatableGPUs",
+		body: func(t *testing.T) []byte {
+			return patch(t, func(d map[string]any) { obj(d, "nodes", 0)["allocatableGPUs"] = -1 })
+		},
+		want: []string{"nodes[0].allocatableGPUs: Invalid value: -1: must not be negative"},
+	}, {
+		name: "mig not a boolean",
+		body: func(t *testing.T) []byte {
+			return patch(t, func(d map[string]any) { obj(d, "nodes", 0, "state", "devices", 1)["mig"] = "yes" })
+		},
+		want: []string{"nodes[0].state.devices[1].mig: expected a boolean, found a string"},
 	}, {
 		name: "malformed timestamp",
 		body: func(t *testing.T) []byte {
@@ -164,7 +211,7 @@ func TestDecodeRefuses(t *testing.T) {
 			`policy.spec.evidence.acceptedSources[0]: Unsupported value: "rumour"`,
 			`policy.spec.evidence.acceptedSources[2]: Duplicate value: "nfd"`,
 			`nodes[0].state.devices[0].sharingMode: Unsupported value: "Shared"`,
-			`nodes[0].state.devices[0].migProfile: Invalid value: "1g.10gb": migProfile needs sharingMode: MIG`,
+			`nodes[0].state.devices[0].migProfile: Invalid value: "1g.10gb": migProfile needs mig: true (or sharingMode: MIG)`,
 			`nodes[0].state.tee.attestation.verdict: Unsupported value: "Maybe"`,
 		},
 	}, {
@@ -234,7 +281,7 @@ func TestDecodeRefuses(t *testing.T) {
 			`nodes[0].state.nodeUID: Required value`,
 			`nodes[0].state.incarnation: Required value`,
 			`nodes[0].state.source: Unsupported value: "rumour"`,
-			`nodes[0].state.devices[1].id: Duplicate value: "gpu-0"`,
+			`nodes[0].state.devices[2].id: Duplicate value: "gpu-0"`,
 			`nodes[1].name: Duplicate value: "node-1"`,
 			`nodes[2].name: Required value`,
 		},

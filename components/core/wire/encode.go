@@ -2,6 +2,7 @@ package wire
 
 import (
 	"runtime"
+	"strconv"
 	"sync"
 
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
@@ -95,6 +96,9 @@ func appendNode(b []byte, n *Node) []byte {
 	if n.Pool != "" {
 		b = appendKey(b, `,"pool":`, n.Pool)
 	}
+	if c := n.AllocatableGPUs; c != nil {
+		b = strconv.AppendInt(append(b, `,"allocatableGPUs":`...), *c, 10)
+	}
 	if s := n.State; s != nil {
 		b = append(b, `,"state":`...)
 		b = appendState(b, s)
@@ -129,6 +133,9 @@ func appendPolicySpec(b []byte, s *v1alpha1.PlacementPolicySpec) []byte {
 	if cc := s.ConfidentialComputing; cc != nil {
 		b = append(b, `,"confidentialComputing":`...)
 		b = appendConfidentialComputing(b, cc)
+	}
+	if s.PodSecurity != "" {
+		b = appendKey(b, `,"podSecurity":`, string(s.PodSecurity))
 	}
 	return append(b, '}')
 }
@@ -210,6 +217,9 @@ func appendDevice(b []byte, d *v1alpha1.GPUDevice) []byte {
 	}
 	if d.Model != "" {
 		b = appendKey(b, `,"model":`, d.Model)
+	}
+	if d.MIG {
+		b = append(b, `,"mig":true`...)
 	}
 	if d.SharingMode != "" {
 		b = appendKey(b, `,"sharingMode":`, string(d.SharingMode))

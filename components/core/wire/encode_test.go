@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -40,6 +41,8 @@ func TestAppendRequest(t *testing.T) {
 		"zero times and false": {Nodes: []Node{{Name: "n", State: &v1alpha1.NodeSecurityStateSpec{
 			Devices: []v1alpha1.GPUDevice{{}}, TEE: &v1alpha1.TEEFacts{Attestation: &v1alpha1.Attestation{}},
 		}}}},
+		"allocatable counts": {Nodes: []Node{{Name: "zero", AllocatableGPUs: ptrTo[int64](0)},
+			{Name: "most", AllocatableGPUs: ptrTo[int64](math.MaxInt64)}, {Name: "least", AllocatableGPUs: ptrTo[int64](math.MinInt64)}}},
 		"awkward strings": {Pod: Pod{Namespace: "<a>&\"b\"\\ \n\r\t\b\f\x00\x1f\x7f é \u2028\u2029 \xff\xfe 😀"}},
 	}
 	for name, r := range cases {
@@ -83,6 +86,9 @@ func fill(v reflect.Value, n int) int {
 		return n + 1
 	case reflect.Bool:
 		v.SetBool(true)
+	case reflect.Int64:
+		v.SetInt(int64(n + 1))
+		return n + 1
 	default:
 		panic("fill: unexpected kind " + v.Kind().String())
 	}
@@ -95,6 +101,7 @@ func FuzzAppendRequest(f *testing.F) {
 	encodeInHalves(f)
 	f.Add("acme", "node-1", "<&>", int64(0), true)
 	f.Add("\xff\u2028", "\x00", "é", int64(1767225600), false)
+	f.Add("a", "", "", int64(-1), true)
 	f.Fuzz(func(t *testing.T, a, b, c string, unix int64, flag bool) {
 		at := metav1.NewTime(time.Unix(unix%(1<<40), 0))
 		r := &EvaluateRequest{
@@ -106,9 +113,9 @@ func FuzzAppendRequest(f *testing.F) {
 				ConfidentialComputing: &v1alpha1.ConfidentialComputingPolicy{
 					AllowedMeasurements: []v1alpha1.Measurement{v1alpha1.Measurement(c)}, RequireAttestation: flag},
 			}},
-			Nodes: []Node{{Name: a, Pool: b, State: &v1alpha1.NodeSecurityStateSpec{
+			Nodes: []Node{{Name: a, Pool: b, AllocatableGPUs: &unix, State: &v1alpha1.NodeSecurityStateSpec{
 				NodeUID: "u", Incarnation: c, ObservedAt: at, Source: v1alpha1.EvidenceSource(a), Complete: flag,
-				Devices: []v1alpha1.GPUDevice{{ID: b, Model: c, MIGProfile: a}},
+				Devices: []v1alpha1.GPUDevice{{ID: b, Model: c, MIG: flag, MIGProfile: a}},
 				TEE:     &v1alpha1.TEEFacts{Type: v1alpha1.TEEType(c), Attestation: &v1alpha1.Attestation{Verdict: "v", VerifiedAt: at, Verifier: b}},
 			}}},
 		}

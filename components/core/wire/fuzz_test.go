@@ -20,6 +20,7 @@ func FuzzDecodeEvaluateRequest(f *testing.F) {
 	f.Add([]byte(`{"pod":{"namespace":"a"},"nodes":[]}`))
 	f.Add([]byte(`{"pod":{"namespace":"a"},"tenant":{"id":"t"},"nodes":[{"name":"n","pool":"t"}]}`))
 	f.Add([]byte(`{"pod":{"namespace":"a"},"nodes":[{"name":"n","state":{"observedAt":"x"}}]}`))
+	f.Add([]byte(`{"pod":{"namespace":"a"},"nodes":[{"name":"n","allocatableGPUs":0},{"name":"m","allocatableGPUs":-2}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := DecodeEvaluateRequest(body, Limits{MaxNodes: 100})
 		if err != nil {

@@ -83,6 +83,11 @@ type Node struct {
 	// Pool is the value of the node's guard.xila.us/tenant-pool label;
 	// empty when the node is in no pool.
 	Pool string `json:"pool,omitempty"`
+	// AllocatableGPUs is how many GPUs the node offers pods: the sum of
+	// its status.allocatable of GPU resources (guard.AllocatableGPUs). The
+	// evaluator checks it against the devices in the evidence; nil when
+	// the caller does not know, which skips that check.
+	AllocatableGPUs *int64 `json:"allocatableGPUs,omitempty"`
 	// State is the spec of the node's NodeSecurityState; nil when the node
 	// has none (EVIDENCE_MISSING).
 	State *v1alpha1.NodeSecurityStateSpec `json:"state,omitempty"`

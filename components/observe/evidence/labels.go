@@ -16,9 +16,12 @@ const (
 	LabelMIGStrategy     = "nvidia.com/mig.strategy"
 	LabelCCMode          = "nvidia.com/cc.mode"
 	LabelCCModeState     = "nvidia.com/cc.mode.state"
-	LabelTEESGX          = "feature.node.kubernetes.io/cpu-security.sgx.enabled"
-	LabelTEESEVSNP       = "feature.node.kubernetes.io/cpu-security.sev.snp.enabled"
-	LabelTEETDX          = "feature.node.kubernetes.io/cpu-security.tdx.enabled"
+	// LabelTEESGX says the node can run SGX enclaves, which its pods can
+	// use; it is the only NFD TEE label read as a TEE of the node. NFD's
+	// cpu-security.sev.snp.enabled and cpu-security.tdx.enabled say the
+	// host can launch confidential VMs, not that the node runs inside one,
+	// so they prove nothing about the pods' memory and are not read.
+	LabelTEESGX = "feature.node.kubernetes.io/cpu-security.sgx.enabled"
 )
 
 // maxDevices is the most devices a NodeSecurityState may list.
@@ -66,24 +69,16 @@ func fromFeatureLabels(l map[string]string) Facts {
 	f.Complete = f.Complete && ok
 	if count > 0 {
 		d := v1alpha1.GPUDevice{Vendor: "nvidia", Model: l[LabelGPUProduct]}
-		d.SharingMode, d.MIGProfile, ok = nvidiaSharing(l[LabelMIGStrategy], l[LabelSharingStrategy], d.Model)
-		f.Complete = f.Complete && ok
+		var migOK, sharingOK bool
+		d.MIG, d.MIGProfile, migOK = nvidiaMIG(l[LabelMIGStrategy], d.Model)
+		d.SharingMode, sharingOK = nvidiaSharing(l[LabelSharingStrategy])
+		f.Complete = f.Complete && migOK && sharingOK
 		d.CCMode, ok = nvidiaCCMode(l[LabelCCMode], l[LabelCCModeState])
 		f.Complete = f.Complete && ok
 		f.Devices = replicate(d, count)
 	}
-	var tees []v1alpha1.TEEType
-	for label, t := range map[string]v1alpha1.TEEType{LabelTEESGX: v1alpha1.TEESGX, LabelTEESEVSNP: v1alpha1.TEESEVSNP, LabelTEETDX: v1alpha1.TEETDX} {
-		if l[label] == "true" {
-			tees = append(tees, t)
-		}
-	}
-	switch len(tees) {
-	case 0:
-	case 1:
-		f.TEE = &v1alpha1.TEEFacts{Type: tees[0]}
-	default:
-		f.Complete = false // several TEEs: which one the pod gets is unknown
+	if l[LabelTEESGX] == "true" {
+		f.TEE = &v1alpha1.TEEFacts{Type: v1alpha1.TEESGX}
 	}
 	return f
 }
@@ -104,30 +99,41 @@ func gpuCount(v string, product bool) (int, bool) {
 	return n, true
 }
 
-// nvidiaSharing maps the GPU operator's MIG and sharing strategies. With the
-// single MIG strategy, the product label ends in -MIG-<profile>.
-func nvidiaSharing(mig, sharing, product string) (v1alpha1.GPUSharingMode, string, bool) {
-	switch mig {
-	case "single":
-		if i := strings.LastIndex(product, "-MIG-"); i >= 0 {
-			return v1alpha1.SharingMIG, product[i+len("-MIG-"):], true
-		}
-		return v1alpha1.SharingMIG, "", false
-	case "mixed":
-		return v1alpha1.SharingMIG, "", true
+// nvidiaMIG maps the GPU operator's MIG strategy: whether the devices are
+// MIG slices, and their profile. With the single strategy, every device is
+// a slice of the same profile, which the product label names after
+// -MIG-; with mixed, the profiles may differ and are not read.
+func nvidiaMIG(strategy, product string) (mig bool, profile string, ok bool) {
+	switch strategy {
 	case "", "none":
-	default:
-		return "", "", false
+		return false, "", true
+	case "single":
+		i := strings.LastIndex(product, "-MIG-")
+		if i < 0 {
+			return true, "", false
+		}
+		// The device plugin appends -SHARED to the product of shared
+		// devices; it is not part of the profile.
+		return true, strings.TrimSuffix(product[i+len("-MIG-"):], "-SHARED"), true
+	case "mixed":
+		return true, "", true
 	}
-	switch sharing {
+	return false, "", false
+}
+
+// nvidiaSharing maps the GPU operator's sharing strategy, which says how
+// each device is shared, a MIG slice as much as a whole GPU. Without it
+// the sharing is unknown.
+func nvidiaSharing(strategy string) (v1alpha1.GPUSharingMode, bool) {
+	switch strategy {
 	case "none":
-		return v1alpha1.SharingExclusive, "", true
+		return v1alpha1.SharingExclusive, true
 	case "time-slicing":
-		return v1alpha1.SharingTimeSlicing, "", true
+		return v1alpha1.SharingTimeSlicing, true
 	case "mps":
-		return v1alpha1.SharingMPS, "", true
+		return v1alpha1.SharingMPS, true
 	}
-	return "", "", false
+	return "", false
 }
 
 // nvidiaCCMode maps the GPU operator's CC mode labels. cc.mode is what was

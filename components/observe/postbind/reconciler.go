@@ -127,6 +127,8 @@ func (r *Reconciler) candidate(ctx context.Context, name string) (wire.Node, err
 	node := &corev1.Node{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err == nil {
 		out.UID, out.Pool = node.UID, node.Labels[guard.LabelTenantPool]
+		gpus := guard.AllocatableGPUs(node.Status.Allocatable)
+		out.AllocatableGPUs = &gpus
 	} else if !apierrors.IsNotFound(err) {
 		return out, fmt.Errorf("reading node %s: %w", name, err)
 	}

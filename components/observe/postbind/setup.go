@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	crevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -45,7 +46,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 	return ctrl.NewControllerManagedBy(mgr).Named("post-binding").
 		For(&corev1.Pod{}).
 		Watches(&v1alpha1.NodeSecurityState{}, r.podsOnNode(c)).
-		Watches(&corev1.Node{}, r.podsOnNode(c), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&corev1.Node{}, r.podsOnNode(c), builder.WithPredicates(predicate.Or[client.Object](predicate.LabelChangedPredicate{}, gpuOfferChanged))).
 		Watches(&v1alpha1.TenantBinding{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return podsIn(ctx, c, o.(*v1alpha1.TenantBinding).Spec.Namespaces...)
 		})).
@@ -58,6 +59,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
 		Complete(r)
 }
+
+// gpuOfferChanged passes a Node update that changes how many GPUs the node
+// offers pods, which the evaluator checks against the node's evidence.
+var gpuOfferChanged = predicate.Funcs{UpdateFunc: func(e crevent.UpdateEvent) bool {
+	before, okBefore := e.ObjectOld.(*corev1.Node)
+	after, okAfter := e.ObjectNew.(*corev1.Node)
+	return okBefore && okAfter &&
+		guard.AllocatableGPUs(before.Status.Allocatable) != guard.AllocatableGPUs(after.Status.Allocatable)
+}}
 
 // podsOnNode maps an object named after a node to the pods bound to it.
 func (r *Reconciler) podsOnNode(c client.Reader) handler.EventHandler {

@@ -115,6 +115,7 @@ func TestIntegrationValidObjectsAccepted(t *testing.T) {
 			Devices: []v1alpha1.GPUDevice{
 				{ID: "GPU-0", Vendor: "nvidia", Model: "H100", SharingMode: v1alpha1.SharingMIG, MIGProfile: "1g.10gb", CCMode: v1alpha1.CCModeOn},
 				{ID: "GPU-1", Vendor: "nvidia", Model: "H100", SharingMode: v1alpha1.SharingMIG, MIGProfile: "1g.10gb", CCMode: v1alpha1.CCModeOn},
+				{ID: "GPU-2", Vendor: "nvidia", Model: "H100", MIG: true, SharingMode: v1alpha1.SharingTimeSlicing, MIGProfile: "1g.10gb", CCMode: v1alpha1.CCModeOn},
 			},
 			TEE: &v1alpha1.TEEFacts{Type: v1alpha1.TEESEVSNP, Measurement: v1alpha1.Measurement("sha256:" + strings.Repeat("0", 64)),
 				Attestation: &v1alpha1.Attestation{Verdict: v1alpha1.AttestationPassed, VerifiedAt: observed, Verifier: "kbs"}},
@@ -214,7 +215,7 @@ func TestIntegrationInvalidObjectsRefused(t *testing.T) {
 		{"device listed twice", stateWith(`devices: [{id: g0, sharingMode: MIG}, {id: g0, sharingMode: MIG}]`),
 			"spec.devices[1]", `Duplicate value: {"id":"g0"}`},
 		{"MIG profile without MIG", stateWith(`devices: [{id: g0, sharingMode: Exclusive, migProfile: 1g.10gb}]`),
-			"spec.devices[0]", "migProfile needs sharingMode: MIG"},
+			"spec.devices[0]", "migProfile needs mig: true (or sharingMode: MIG)"},
 		{"unknown CC mode", stateWith(`devices: [{id: g0, ccMode: Sometimes}]`), "spec.devices[0].ccMode", `Unsupported value: "Sometimes"`},
 		{"unknown verdict", stateWith(`tee: {type: TDX, attestation: {verdict: Maybe, verifiedAt: "2026-03-01T12:00:00Z"}}`),
 			"spec.tee.attestation.verdict", `Unsupported value: "Maybe"`},
@@ -268,7 +269,7 @@ func TestIntegrationKubectlExplain(t *testing.T) {
 	}
 	out = runKubectl(t, "explain", "nodesecuritystate.spec.devices.sharingMode")
 	if !strings.Contains(out, "FIELD: sharingMode <string>") || !strings.Contains(out, "TimeSlicing") ||
-		!strings.Contains(out, "sharingMode is how the device is shared") {
+		!strings.Contains(out, "sharingMode is how the device, or each of its MIG slices, is shared") {
 		t.Errorf("kubectl explain of a device's sharingMode:\n%s", out)
 	}
 }

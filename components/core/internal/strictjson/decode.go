@@ -250,10 +250,7 @@ func decodeBool(d *decoder, v reflect.Value) error {
 }
 
 func decodeNumber(d *decoder, v reflect.Value) error {
-	if c := d.peek(); c != '-' && (c < '0' || c > '9') {
-		return d.errNull("a number")
-	}
-	text, integer, err := d.number()
+	text, integer, err := d.numberText()
 	if err != nil {
 		return err
 	}
@@ -265,23 +262,42 @@ func decodeNumber(d *decoder, v reflect.Value) error {
 		}
 		v.SetFloat(f)
 		return nil
-	}
-	if !integer {
-		return d.errorf("expected an integer, found %s", text)
-	}
-	switch v.Kind() {
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if !integer {
+			return d.errorf("expected an integer, found %s", text)
+		}
 		u, err := strconv.ParseUint(text, 10, v.Type().Bits())
 		if err != nil {
 			return d.errorf("integer %s does not fit a %s", text, v.Type())
 		}
 		v.SetUint(u)
-	default:
-		i, err := strconv.ParseInt(text, 10, v.Type().Bits())
-		if err != nil {
-			return d.errorf("integer %s does not fit a %s", text, v.Type())
-		}
-		v.SetInt(i)
+		return nil
 	}
+	i, err := d.signed(text, integer, v.Type())
+	if err != nil {
+		return err
+	}
+	v.SetInt(i)
 	return nil
+}
+
+// numberText reads a number and reports whether it is written as an
+// integer; any other value is refused, null included.
+func (d *decoder) numberText() (string, bool, error) {
+	if c := d.peek(); c != '-' && (c < '0' || c > '9') {
+		return "", false, d.errNull("a number")
+	}
+	return d.number()
+}
+
+// signed parses the text of a number for a signed integer type t.
+func (d *decoder) signed(text string, integer bool, t reflect.Type) (int64, error) {
+	if !integer {
+		return 0, d.errorf("expected an integer, found %s", text)
+	}
+	i, err := strconv.ParseInt(text, 10, t.Bits())
+	if err != nil {
+		return 0, d.errorf("integer %s does not fit a %s", text, t)
+	}
+	return i, nil
 }

@@ -15,6 +15,7 @@ func FuzzUnmarshal(f *testing.F) {
 		`{}`, `{"name":"a","count":3,"tags":["x"],"labels":{"k":"v"}}`,
 		`{"inner":{"mode":"M","at":"2026-03-01T12:00:00Z","every":"1m","ok":true}}`,
 		`{"items":[{"at":null},{"ok":false}],"ratio":-1.5e-3,"size":7}`,
+		`{"total":-9223372036854775808}`, `{"total":null}`, `{"total":1e0}`,
 		`{"name":"\u00e9\ud83d\ude00\n"}`, `{"raw":[1,{"a":[]}]}`, `[`, `{"name":"a",}`, ``,
 	} {
 		f.Add([]byte(seed))

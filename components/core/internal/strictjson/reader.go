@@ -1,10 +1,13 @@
 package strictjson
 
 import (
+	"reflect"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+var int64Type = reflect.TypeFor[int64]()
 
 // Fields are the members an object may have: the JSON names of a struct's
 // fields, in the order of the struct.
@@ -189,6 +192,17 @@ func (r *Reader) Bool() (bool, error) {
 		return false, r.d.literal("false")
 	}
 	return false, r.d.errNull("a boolean")
+}
+
+// Int64 reads an integer as Unmarshal does for an int64: a number
+// written without fraction or exponent that fits; null is refused, so a
+// pointer field calls Null first.
+func (r *Reader) Int64() (int64, error) {
+	text, integer, err := r.d.numberText()
+	if err != nil {
+		return 0, err
+	}
+	return r.d.signed(text, integer, int64Type)
 }
 
 // Time reads a metav1.Time as Unmarshal does: an RFC 3339 timestamp, or

@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ type inner struct {
 type doc struct {
 	Name   string            `json:"name"`
 	Count  int32             `json:"count,omitempty"`
+	Total  *int64            `json:"total,omitempty"`
 	Ratio  float64           `json:"ratio,omitempty"`
 	Size   uint8             `json:"size,omitempty"`
 	Tags   []string          `json:"tags,omitempty"`
@@ -67,7 +69,8 @@ func TestUnmarshalAccepts(t *testing.T) {
 		},
 		{name: "escapes", in: `{"name":"a\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"}`, want: doc{Name: "a\"\\/\b\f\n\r\té😀"}},
 		{name: "raw UTF-8", in: `{"name":"héllo"}`, want: doc{Name: "héllo"}},
-		{name: "null pointer, slice and map", in: `{"inner":null,"tags":null,"labels":null}`, want: doc{}},
+		{name: "null pointer, slice and map", in: `{"inner":null,"tags":null,"labels":null,"total":null}`, want: doc{}},
+		{name: "pointer to an integer", in: `{"total":-9223372036854775808}`, want: doc{Total: ptr(int64(math.MinInt64))}},
 		{name: "empty array", in: `{"tags":[]}`, want: doc{Tags: []string{}}},
 	}
 	for _, tc := range cases {
@@ -106,6 +109,8 @@ func TestUnmarshalRefuses(t *testing.T) {
 		{"fraction for integer", `{"count":1.5}`, "count", "expected an integer, found 1.5"},
 		{"exponent for integer", `{"count":1e3}`, "count", "expected an integer, found 1e3"},
 		{"integer overflow", `{"count":2147483648}`, "count", "integer 2147483648 does not fit a int32"},
+		{"int64 overflow", `{"total":9223372036854775808}`, "total", "integer 9223372036854775808 does not fit a int64"},
+		{"fraction for a pointer to an integer", `{"total":0.0}`, "total", "expected an integer, found 0.0"},
 		{"negative unsigned", `{"size":-1}`, "size", "does not fit a uint8"},
 		{"leading zero", `{"count":01}`, "count", "invalid number"},
 		{"bare minus", `{"count":-}`, "count", "invalid number"},
@@ -238,5 +243,43 @@ func TestStringsAreCutFromTheDocument(t *testing.T) {
 	want := doc{Name: "abc", Tags: []string{"x\ny", "zz"}, Labels: map[string]string{"k": "véw"}}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(doc{}, rawText{})); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestReaderInt64 checks that Reader.Int64 reads and refuses what
+// Unmarshal does for an int64 field, with the same errors.
+func TestReaderInt64(t *testing.T) {
+	type one struct {
+		N int64 `json:"n"`
+	}
+	fields := NewFields("n")
+	for _, v := range []string{
+		`0`, `-1`, `42`, `9223372036854775807`, `-9223372036854775808`, `9223372036854775808`,
+		`1.0`, `1e2`, `-0`, `01`, `-`, `"1"`, `null`, `true`, `[]`, `{}`, ``,
+	} {
+		t.Run(v, func(t *testing.T) {
+			text := `{"n":` + v + `}`
+			var want one
+			wantErr := Unmarshal([]byte(text), &want)
+			var got one
+			r := NewReader(text)
+			err := r.Object(fields, func(int) error {
+				n, err := r.Int64()
+				got.N = n
+				return err
+			})
+			if wantErr != nil || err != nil {
+				var we, ge *Error
+				if !errors.As(wantErr, &we) || !errors.As(err, &ge) || *we != *ge {
+					t.Fatalf("Reader error %v, Unmarshal error %v", err, wantErr)
+				}
+				return
+			}
+			if got != want {
+				t.Errorf("Reader read %d, Unmarshal %d", got.N, want.N)
+			}
+		})
 	}
 }

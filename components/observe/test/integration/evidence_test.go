@@ -6,8 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 

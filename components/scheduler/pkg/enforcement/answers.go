@@ -66,8 +66,8 @@ func (a *answers) put(key string, ev *client.Evaluation, at time.Time) {
 }
 
 // snapshotKey identifies what an answer depends on: the profile, the
-// tenant, the policy's version, and each node's name, UID and evidence
-// version, in order.
+// tenant, the policy's version, and each node's name, UID, allocatable
+// GPUs and evidence version, in order.
 type snapshotKey struct{ strings.Builder }
 
 func (k *snapshotKey) add(parts ...string) {

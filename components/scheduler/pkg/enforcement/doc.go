@@ -7,7 +7,9 @@
 //   - PreFilter resolves the pod's tenant (TenantBinding, namespace label)
 //     and policy (effectivePolicyRef, then the namespace annotation), and
 //     asks the evaluator about every node of the tenant's pool, with the
-//     evidence its informers hold, in one call per scheduling cycle.
+//     evidence its informers hold and the GPUs the node offers pods
+//     (guard.AllocatableGPUs of its status.allocatable), in one call per
+//     scheduling cycle.
 //   - Filter looks the answers up: allow is Success, deny Unschedulable,
 //     anything else UnschedulableAndUnresolvable, with the evaluator's
 //     reason codes in the message. Other pools are closed, and pods that

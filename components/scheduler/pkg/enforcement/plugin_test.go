@@ -184,12 +184,12 @@ func TestConditionTable(t *testing.T) {
 		},
 		pod: pod(acmeNS, "train"), filter: map[string]want{"a1": {}}, bindTo: "a1", calls: 2,
 	}, {
-		name: "labelled namespace without a binding is protected",
+		name: "labelled namespace without a binding is protected, and its tenant unresolved",
 		world: func(w *world) {
 			w.bindings = nil
 			w.namespaces[0].Annotations = map[string]string{guard.AnnotationPolicy: "strict"}
 		},
-		pod: pod(acmeNS, "train"), filter: map[string]want{"a1": {}, "g1": mismatch, "free": outside}, bindTo: "a1", calls: 2,
+		pod: pod(acmeNS, "train"), preFilter: want{never, "TENANT_UNRESOLVED"}, calls: 1,
 	}, {
 		name: "confinement Any: a node in no pool is allowed",
 		world: func(w *world) {

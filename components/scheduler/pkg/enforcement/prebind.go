@@ -68,7 +68,7 @@ func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleSt
 			return nodeChanged("the evidence of node %s changed incarnation after it was judged: %s, now %s", nodeName, j.incarnation, now)
 		}
 	}
-	n := wire.Node{Name: nodeName, UID: st.chosenUID, Pool: node.Labels[pl.settings.poolLabel]}
+	n := candidate(node, node.Labels[pl.settings.poolLabel])
 	if f.state != nil {
 		n.State = &f.state.Spec
 	}

@@ -2,6 +2,7 @@ package enforcement
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,12 +38,12 @@ func (pl *Enforcement) snapshot(id *identity, nodes []fwk.NodeInfo) (candidates 
 		n := ni.Node()
 		switch n.Labels[pl.settings.poolLabel] {
 		case pool:
-			c := wire.Node{Name: n.Name, UID: n.UID, Pool: pool}
+			c := candidate(n, pool)
 			version := "none"
 			if s := pl.caches.state(n.Name); s != nil {
 				c.State, version = &s.Spec, s.ResourceVersion
 			}
-			k.add(n.Name, string(n.UID), version)
+			k.add(n.Name, string(n.UID), strconv.FormatInt(*c.AllocatableGPUs, 10), version)
 			candidates = append(candidates, c)
 		case "":
 			if first == nil {
@@ -56,6 +57,14 @@ func (pl *Enforcement) snapshot(id *identity, nodes []fwk.NodeInfo) (candidates 
 		k.add("unpooled", first.Name, string(first.UID))
 	}
 	return candidates, unpooled, k.String()
+}
+
+// candidate is the evaluator's view of a node in pool, without its
+// evidence: with the GPUs it offers pods, which the evaluator checks
+// against the devices in the evidence.
+func candidate(n *corev1.Node, pool string) wire.Node {
+	gpus := guard.AllocatableGPUs(n.Status.Allocatable)
+	return wire.Node{Name: n.Name, UID: n.UID, Pool: pool, AllocatableGPUs: &gpus}
 }
 
 // ask returns the evaluator's answer about the snapshot, reusing a recent
@@ -110,7 +119,7 @@ func lookup(st *cycleState, node *corev1.Node, pool string) *fwk.Status {
 // filterPerNode asks the evaluator about one node: the naive design that
 // the per-cycle snapshot replaces, kept to measure the difference.
 func (pl *Enforcement) filterPerNode(ctx context.Context, st *cycleState, pod *corev1.Pod, node *corev1.Node, pool string) *fwk.Status {
-	n := wire.Node{Name: node.Name, UID: node.UID, Pool: pool}
+	n := candidate(node, pool)
 	if s := pl.caches.state(node.Name); s != nil && pool != "" {
 		n.State = &s.Spec
 	}
