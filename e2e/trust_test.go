@@ -1,0 +1,588 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/xila-guard/xila-guard/e2e/lab"
+)
+
+// trustRole is the ClusterRole (and binding) of the principals the trust
+// boundary attempts act as, besides the tenant user and the nodes: an
+// operator who may patch nodes, a namespace creator, and the binders.
+const trustRole = "xg-e2e-trust"
+
+const (
+	operatorUser  = "xg-node-operator"
+	nsCreatorUser = "xg-namespace-creator"
+	betaNode      = "xg-beta-node"
+	// Namespaces the namespace creator makes: one of no tenant, and one
+	// labelled as the lab's tenant that no TenantBinding lists.
+	plainNS  = "xg-trust-plain"
+	forgedNS = "xg-trust-forged"
+)
+
+// attempt is one way around a trust boundary, tried from one principal's
+// seat. want is "" when it must be allowed, rbacDenied when the
+// authorizer must refuse it, and otherwise the texts (one of which) the
+// admission refusal must contain. after, when set, checks that nothing
+// ran where it must not.
+type attempt struct {
+	name  string
+	want  string
+	do    func(ctx context.Context) error
+	after func(ctx context.Context) error
+}
+
+const rbacDenied = "RBAC"
+
+// trustEnv is what the attempts act on.
+type trustEnv struct {
+	l                   *lab.Lab
+	admin, tenant       kubernetes.Interface
+	operator, nsCreator kubernetes.Interface
+	binder              kubernetes.Interface
+	defaultScheduler    kubernetes.Interface
+	compliant, sliced   string
+	controlPlane        string
+}
+
+// TestTrustBoundaries tries, on the lab cluster with the run:ai and Volcano
+// integrations, every way a principal other than an administrator could
+// move a node into a pool, vouch for its evidence or place a pod across
+// tenants: as a node (impersonated kubelet credentials), an operator with
+// node rights, the tenant user, a namespace creator, an external binder
+// and the default scheduler. Every attempt must be refused for its reason
+// and leave nothing running where it must not; the controls must pass.
+// Worker 1 is the tenant's compliant node, worker 2 its time-sliced one, a
+// node object with no kubelet is another tenant's pool, and the control
+// plane is a general node.
+func TestTrustBoundaries(t *testing.T) {
+	f := features.New("trust boundaries").
+		Setup(setUpLab(func(l *lab.Lab) (map[string]any, error) {
+			var integrations []any
+			var binders []string
+			for _, name := range externalSchedulers {
+				in, err := l.Profile(name)
+				if err != nil {
+					return nil, err
+				}
+				integrations = append(integrations, in)
+				for _, b := range in["binderServiceAccounts"].([]any) {
+					binders = append(binders, b.(string))
+				}
+			}
+			if err := l.GrantBinding(context.Background(), binderRole, binders...); err != nil {
+				return nil, err
+			}
+			return lab.Merge(l.Values("lab"), map[string]any{"orchestratorIntegrations": integrations}), nil
+		})).
+		Assess("every attempt is refused for its reason, and nothing runs where it must not", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			e := newTrustEnv(ctx, t, labFrom(ctx, t))
+			for _, a := range e.attempts() {
+				t.Run(a.name, func(t *testing.T) {
+					err := a.do(ctx)
+					if problem := judge(a.want, err); problem != "" {
+						t.Error(problem)
+					}
+					if a.after != nil {
+						if err := a.after(ctx); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if l, ok := ctx.Value(labKey{}).(*lab.Lab); ok {
+				_ = l.Kube.CoreV1().Nodes().Delete(ctx, betaNode, metav1.DeleteOptions{})
+				_ = l.Dyn.Resource(lab.States).Delete(ctx, betaNode, metav1.DeleteOptions{})
+				for _, ns := range []string{plainNS, forgedNS} {
+					if err := l.DeleteNamespace(ctx, ns); err != nil {
+						t.Error(err)
+					}
+				}
+				for _, name := range []string{binderRole, trustRole} {
+					if err := l.RevokeBinding(ctx, name); err != nil {
+						t.Errorf("revoking %s: %v", name, err)
+					}
+				}
+			}
+			return tearDownLab(ctx, t, cfg)
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
+
+// judge returns what is wrong with err for an attempt that wants want.
+func judge(want string, err error) string {
+	switch {
+	case want == "" && err != nil:
+		return fmt.Sprintf("refused, want allowed: %v", err)
+	case want == "":
+		return ""
+	case err == nil:
+		return "allowed, want refused with " + want
+	case want == rbacDenied:
+		if !apierrors.IsForbidden(err) || strings.Contains(err.Error(), "admission") || strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+			return fmt.Sprintf("want the authorizer's refusal, got %v", err)
+		}
+		return ""
+	}
+	for _, w := range strings.Split(want, "|") {
+		if strings.Contains(err.Error(), w) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("refused with %v, want %s", err, want)
+}
+
+func newTrustEnv(ctx context.Context, t *testing.T, l *lab.Lab) *trustEnv {
+	t.Helper()
+	e := &trustEnv{l: l, admin: l.Kube, compliant: l.Tenant.Workers[lab.CompliantWorker], sliced: l.Tenant.Workers[lab.TimeSlicedWorker]}
+	cps, err := l.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "node-role.kubernetes.io/control-plane"})
+	if err != nil || len(cps.Items) == 0 {
+		t.Fatalf("finding the control plane: %v", err)
+	}
+	e.controlPlane = cps.Items[0].Name
+	// The other tenant's pool: a node object no kubelet serves, with
+	// evidence, so that a pod bound there would never run anyway.
+	beta := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: betaNode, Labels: map[string]string{lab.PoolLabel: "beta"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: lab.PoolLabel, Value: "beta", Effect: corev1.TaintEffectNoSchedule},
+			{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}}}}
+	_ = l.Kube.CoreV1().Nodes().Delete(ctx, betaNode, metav1.DeleteOptions{})
+	created, err := l.Kube.CoreV1().Nodes().Create(ctx, beta, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the other tenant's node: %v", err)
+	}
+	state := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": lab.Group + "/v1alpha1", "kind": "NodeSecurityState",
+		"metadata": map[string]any{"name": betaNode, "labels": map[string]any{lab.PoolLabel: "beta"}},
+		"spec": map[string]any{"nodeUID": string(created.UID), "incarnation": "lab-1", "observedAt": time.Now().UTC().Format(time.RFC3339),
+			"source": "mock", "complete": true, "devices": []any{map[string]any{"id": "gpu-0", "vendor": "nvidia", "sharingMode": "Exclusive"}}},
+	}}
+	_ = l.Dyn.Resource(lab.States).Delete(ctx, betaNode, metav1.DeleteOptions{})
+	if _, err := l.Dyn.Resource(lab.States).Create(ctx, state, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the other tenant's evidence: %v", err)
+	}
+	for _, ns := range []string{plainNS, forgedNS} {
+		if err := l.DeleteNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grantTrustRole(ctx, t, l)
+	as := func(user string, groups ...string) kubernetes.Interface {
+		k, _, err := l.As(user, groups...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	e.tenant = as(l.User)
+	e.operator = as(operatorUser)
+	e.nsCreator = as(nsCreatorUser)
+	e.defaultScheduler = as("system:kube-scheduler")
+	binder, err := l.Profile("volcano")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.binder, err = l.AsServiceAccount(binder["binderServiceAccounts"].([]any)[0].(string)); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// grantTrustRole gives the operator node rights and the namespace creator
+// the right to create namespaces and pods: what those roles have in real
+// clusters, so that only Xila Guard can refuse them.
+func grantTrustRole(ctx context.Context, t *testing.T, l *lab.Lab) {
+	t.Helper()
+	_ = l.RevokeBinding(ctx, trustRole)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: trustRole}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes", "nodes/status"}, Verbs: []string{"get", "patch", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "create", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create"}},
+	}}
+	if _, err := l.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: trustRole},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: trustRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: operatorUser},
+			{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: nsCreatorUser}}}
+	if _, err := l.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// patchNode merge-patches a node (or its status) as a dry run: admission
+// runs, nothing changes.
+func patchNode(ctx context.Context, c kubernetes.Interface, node string, status bool, patch map[string]any) error {
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	var sub []string
+	if status {
+		sub = []string{"status"}
+	}
+	_, err = c.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, b, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, sub...)
+	return err
+}
+
+func labels(kv ...any) map[string]any {
+	m := map[string]any{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	return map[string]any{"metadata": map[string]any{"labels": m}}
+}
+
+func withTaints(patch map[string]any, taints ...corev1.Taint) map[string]any {
+	patch["spec"] = map[string]any{"taints": taints}
+	return patch
+}
+
+// dryCreate creates a pod as a dry run.
+func dryCreate(ctx context.Context, c kubernetes.Interface, ns string, p *corev1.Pod) error {
+	_, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
+}
+
+// held creates, as the administrator, a pod that no running scheduler
+// picks up (it names Volcano's scheduler, which this cluster does not run)
+// and returns its name, for a binder to bind.
+func (e *trustEnv) held(ctx context.Context, ns string, opts ...lab.PodOption) (string, error) {
+	p := e.l.Pod(envconf.RandomName("held", 12), append([]lab.PodOption{lab.WithScheduler("volcano"), lab.WithLabels(workloadLabels["volcano"])}, opts...)...)
+	created, err := e.admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return created.Name, nil
+}
+
+// bindHeld holds a pod in ns and binds it to node as c; after checks the
+// pod stayed unbound.
+func (e *trustEnv) bindHeld(c kubernetes.Interface, ns, node string, names *[]string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		name, err := e.held(ctx, ns)
+		if err != nil {
+			return fmt.Errorf("creating the held pod: %w", err)
+		}
+		*names = append(*names, ns+"/"+name)
+		return lab.Bind(ctx, c, ns, name, node)
+	}
+}
+
+// unbound checks that the last pod of names is not bound, and deletes it.
+func (e *trustEnv) unbound(names *[]string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		if len(*names) == 0 {
+			return nil
+		}
+		ns, name, _ := strings.Cut((*names)[len(*names)-1], "/")
+		defer func() { _ = lab.DeletePod(ctx, e.admin, ns, name) }()
+		p, err := e.admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Spec.NodeName != "" {
+			return fmt.Errorf("pod %s/%s was bound to %s", ns, name, p.Spec.NodeName)
+		}
+		return nil
+	}
+}
+
+func (e *trustEnv) attempts() []attempt {
+	ns, pool := e.l.Tenant.Name, e.l.Tenant.Name
+	node := func(n string) kubernetes.Interface {
+		k, _, err := e.l.As("system:node:"+n, "system:nodes")
+		if err != nil {
+			panic(err)
+		}
+		return k
+	}
+	w1 := node(e.compliant)
+	cp := node(e.controlPlane)
+	poolTaint := func(v string) corev1.Taint {
+		return corev1.Taint{Key: lab.PoolLabel, Value: v, Effect: corev1.TaintEffectNoSchedule}
+	}
+	pod := func(name string, opts ...lab.PodOption) *corev1.Pod { return e.l.Pod(name, opts...) }
+	spec := func(f func(*corev1.PodSpec)) lab.PodOption { return func(p *corev1.Pod) { f(&p.Spec) } }
+	own := func(v string) corev1.Toleration {
+		return corev1.Toleration{Key: lab.PoolLabel, Operator: corev1.TolerationOpEqual, Value: v, Effect: corev1.TaintEffectNoSchedule}
+	}
+	tolerate := func(tol corev1.Toleration) lab.PodOption {
+		return spec(func(s *corev1.PodSpec) { s.Tolerations = append(s.Tolerations, tol) })
+	}
+	require := func(req corev1.NodeSelectorRequirement, fields bool) lab.PodOption {
+		term := corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req}}
+		if fields {
+			term = corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{req}}
+		}
+		return spec(func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{term}}}}
+		})
+	}
+	containerSC := func(sc *corev1.SecurityContext) lab.PodOption {
+		return spec(func(s *corev1.PodSpec) { s.Containers[0].SecurityContext = sc })
+	}
+	var held []string
+	mine := func(name string) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			return dryCreate(ctx, e.tenant, ns, pod(name))
+		}
+	}
+	tenantPod := func(name string, opts ...lab.PodOption) func(ctx context.Context) error {
+		return func(ctx context.Context) error { return dryCreate(ctx, e.tenant, ns, pod(name, opts...)) }
+	}
+	plainPod := func(name string, opts ...lab.PodOption) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			return dryCreate(ctx, e.nsCreator, plainNS, pod(name, append([]lab.PodOption{lab.WithScheduler("default-scheduler")}, opts...)...))
+		}
+	}
+	guardWrite := func(resource, name string) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			_, dyn, err := e.l.As(e.l.User)
+			if err != nil {
+				return err
+			}
+			gvr := lab.Bindings
+			switch resource {
+			case "placementpolicies":
+				gvr = lab.Policies
+			case "nodesecuritystates":
+				gvr = lab.States
+			}
+			_, err = dyn.Resource(gvr).Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}
+	}
+	return []attempt{
+		// Pool membership, from a node's own seat (NodeRestriction also
+		// refuses a kubelet's taint changes).
+		{"node removes its pool label", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
+			return patchNode(ctx, w1, e.compliant, false, labels(lab.PoolLabel, nil))
+		}, nil},
+		{"node moves itself to another tenant's pool", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
+			return patchNode(ctx, w1, e.compliant, false, labels(lab.PoolLabel, "beta"))
+		}, nil},
+		{"node moves itself to another pool through nodes/status", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
+			return patchNode(ctx, w1, e.compliant, true, labels(lab.PoolLabel, "beta"))
+		}, nil},
+		{"node drops its pool taint", "POOL_ADMIN_ONLY|taints", func(ctx context.Context) error {
+			return patchNode(ctx, w1, e.compliant, false, withTaints(map[string]any{}))
+		}, nil},
+		{"control plane labels itself into a pool", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
+			return patchNode(ctx, cp, e.controlPlane, false, labels(lab.PoolLabel, pool))
+		}, nil},
+		{"control plane labels itself into a pool through nodes/status", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
+			return patchNode(ctx, cp, e.controlPlane, true, labels(lab.PoolLabel, pool))
+		}, nil},
+		{"node labels another node", rbacDenied + "|forbidden", func(ctx context.Context) error {
+			return patchNode(ctx, w1, e.sliced, false, labels(lab.PoolLabel, "beta"))
+		}, nil},
+		// Evidence, from a node's seat.
+		{"node claims exclusive GPUs", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
+			return patchNode(ctx, w1, e.compliant, false, labels("nvidia.com/gpu.sharing-strategy", "none"))
+		}, nil},
+		{"node claims a TEE", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
+			return patchNode(ctx, w1, e.compliant, false, labels("feature.node.kubernetes.io/cpu-security.tdx.enabled", "true"))
+		}, nil},
+		{"node writes mock evidence", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
+			return patchNode(ctx, w1, e.compliant, false, labels("guard.xila.us/mock-sharing-mode", "Exclusive"))
+		}, nil},
+		{"node writes evidence through nodes/status", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
+			return patchNode(ctx, w1, e.compliant, true, labels("nvidia.com/gpu.product", "H100"))
+		}, nil},
+		{"node writes its NodeSecurityState", rbacDenied, func(ctx context.Context) error {
+			_, dyn, err := e.l.As("system:node:"+e.compliant, "system:nodes")
+			if err != nil {
+				return err
+			}
+			_, err = dyn.Resource(lab.States).Patch(ctx, e.compliant, types.MergePatchType, []byte(`{"spec":{"complete":true}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}, nil},
+		{"node heartbeat of a pool node (control)", "", func(ctx context.Context) error {
+			return patchNode(ctx, w1, e.compliant, true, labels("example.com/heartbeat", "1"))
+		}, nil},
+		// An operator with node rights.
+		{"operator labels the control plane into a pool with its taint", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
+			return patchNode(ctx, e.operator, e.controlPlane, false, withTaints(labels(lab.PoolLabel, pool), poolTaint(pool)))
+		}, nil},
+		{"operator changes evidence", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
+			return patchNode(ctx, e.operator, e.sliced, false, labels("nvidia.com/gpu.sharing-strategy", "none"))
+		}, nil},
+		{"operator cordons a pool node (control)", "", func(ctx context.Context) error {
+			return patchNode(ctx, e.operator, e.compliant, false, map[string]any{"spec": map[string]any{"unschedulable": true}})
+		}, nil},
+		// The administrator: label and taint always go together.
+		{"administrator adds a pool label without its taint", "POOL_TAINT_MISSING", func(ctx context.Context) error {
+			return patchNode(ctx, e.admin, e.controlPlane, false, labels(lab.PoolLabel, pool))
+		}, nil},
+		{"administrator labels a node into a pool with its taint (control)", "", func(ctx context.Context) error {
+			cur, err := e.admin.CoreV1().Nodes().Get(ctx, e.controlPlane, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			return patchNode(ctx, e.admin, e.controlPlane, false, withTaints(labels(lab.PoolLabel, pool), append(cur.Spec.Taints, poolTaint(pool))...))
+		}, nil},
+		// The tenant user: the ways around the controlled scheduler.
+		{"tenant pod names the default scheduler", "SCHEDULER_NOT_ALLOWED", tenantPod("default-sched", lab.WithScheduler("default-scheduler")), nil},
+		{"tenant pod names an impostor scheduler", "SCHEDULER_NOT_ALLOWED", tenantPod("impostor", lab.WithScheduler("volcano-impostor")), nil},
+		{"tenant pod names Volcano without its workload label", "SCHEDULER_PROFILE_MISMATCH", tenantPod("volcano-unlabelled", lab.WithScheduler("volcano")), nil},
+		{"tenant pod names run:ai with Volcano's label", "SCHEDULER_PROFILE_MISMATCH", tenantPod("runai-wrong", lab.WithScheduler("runai-scheduler"), lab.WithLabels(workloadLabels["volcano"])), nil},
+		{"tenant pod sets nodeName", "NODE_NAME_SET", tenantPod("pinned", lab.WithNodeName(e.compliant)), nil},
+		{"tenant pod is privileged", "PRIVILEGED_CONTAINER", tenantPod("privileged", lab.Privileged()), nil},
+		{"tenant pod uses hostNetwork", "HOST_NETWORK", tenantPod("hostnet", spec(func(s *corev1.PodSpec) { s.HostNetwork = true })), nil},
+		{"tenant pod uses hostPID", "HOST_PID", tenantPod("hostpid", spec(func(s *corev1.PodSpec) { s.HostPID = true })), nil},
+		{"tenant pod uses hostIPC", "HOST_IPC", tenantPod("hostipc", spec(func(s *corev1.PodSpec) { s.HostIPC = true })), nil},
+		{"tenant pod mounts a hostPath", "HOST_PATH_VOLUME", tenantPod("hostpath", spec(func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		})), nil},
+		{"tenant pod adds SYS_ADMIN", "POD_SECURITY_BASELINE", tenantPod("sysadmin", containerSC(&corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}})), nil},
+		{"tenant pod runs seccomp Unconfined", "POD_SECURITY_BASELINE", tenantPod("unconfined", spec(func(s *corev1.PodSpec) {
+			s.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}
+		})), nil},
+		{"tenant pod runs AppArmor unconfined", "POD_SECURITY_BASELINE", tenantPod("apparmor", spec(func(s *corev1.PodSpec) {
+			s.SecurityContext = &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}}
+		})), nil},
+		{"tenant pod takes a host port", "POD_SECURITY_BASELINE", tenantPod("hostport", spec(func(s *corev1.PodSpec) {
+			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}
+		})), nil},
+		{"tenant pod tolerates another tenant's pool", "FOREIGN_POOL", tenantPod("tol-beta", tolerate(own("beta"))), nil},
+		{"tenant pod tolerates every pool", "FOREIGN_POOL", tenantPod("tol-any", tolerate(corev1.Toleration{Key: lab.PoolLabel, Operator: corev1.TolerationOpExists})), nil},
+		{"tenant pod tolerates everything", "FOREIGN_POOL", tenantPod("tol-all", tolerate(corev1.Toleration{Operator: corev1.TolerationOpExists})), nil},
+		{"tenant pod selects another tenant's pool", "FOREIGN_POOL", tenantPod("sel-beta", spec(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{lab.PoolLabel: "beta"} })), nil},
+		{"tenant pod requires any pool but its own", "FOREIGN_POOL", tenantPod("aff-notin", require(corev1.NodeSelectorRequirement{Key: lab.PoolLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{pool}}, false)), nil},
+		{"tenant pod tolerating exactly its own pool (control)", "", tenantPod("tol-own", tolerate(own(pool))), nil},
+		{"tenant pod of Volcano with its workload label (control)", "", tenantPod("volcano-ok", lab.WithScheduler("volcano"), lab.WithLabels(workloadLabels["volcano"])), nil},
+		{"tenant compliant pod (control)", "", mine("compliant"), nil},
+		// The tenant user, through the API.
+		{"tenant binds its own pod", rbacDenied, func(ctx context.Context) error { return lab.Bind(ctx, e.tenant, ns, "any", e.compliant) }, nil},
+		{"tenant patches a node", rbacDenied, func(ctx context.Context) error {
+			return patchNode(ctx, e.tenant, e.compliant, false, labels(lab.PoolLabel, "beta"))
+		}, nil},
+		{"tenant labels its namespace", rbacDenied, func(ctx context.Context) error {
+			_, err := e.tenant.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}, nil},
+		{"tenant edits its TenantBinding", rbacDenied, guardWrite("tenantbindings", ns), nil},
+		{"tenant edits its PlacementPolicy", rbacDenied, guardWrite("placementpolicies", ns), nil},
+		{"tenant edits a NodeSecurityState", rbacDenied, guardWrite("nodesecuritystates", e.compliant), nil},
+		// A namespace creator.
+		{"namespace creator makes a namespace", "", func(ctx context.Context) error {
+			for _, n := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: plainNS}},
+				{ObjectMeta: metav1.ObjectMeta{Name: forgedNS, Labels: map[string]string{lab.TenantLabel: pool}}}} {
+				if _, err := e.nsCreator.CoreV1().Namespaces().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, nil},
+		{"namespace labelled as the tenant but listed by no binding", "TENANT_UNRESOLVED", func(ctx context.Context) error {
+			return dryCreate(ctx, e.nsCreator, forgedNS, pod("forged", tolerate(own(pool))))
+		}, nil},
+		{"pod of no tenant tolerates the pool", "POOL_TOLERATION", plainPod("plain-tol", tolerate(own(pool))), nil},
+		{"pod of no tenant tolerates everything", "POOL_TOLERATION", plainPod("plain-wild", tolerate(corev1.Toleration{Operator: corev1.TolerationOpExists})), nil},
+		{"pod of no tenant selects the pool", "POOL_SELECTOR", plainPod("plain-sel", spec(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{lab.PoolLabel: pool} })), nil},
+		{"pod of no tenant requires the pool", "POOL_SELECTOR", plainPod("plain-aff", require(corev1.NodeSelectorRequirement{Key: lab.PoolLabel, Operator: corev1.NodeSelectorOpExists}, false)), nil},
+		{"pod of no tenant names a pool node", "POOL_NODE_NAME", plainPod("plain-pinned", lab.WithNodeName(e.compliant)), nil},
+		{"pod of no tenant requires a pool node by name", "POOL_NODE_NAME", plainPod("plain-field", require(corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{e.sliced}}, true)), nil},
+		{"pod of no tenant (control)", "", plainPod("plain-ok"), nil},
+		// Binders.
+		{"default scheduler binds a tenant pod", "BINDING_NOT_ALLOWED", e.bindHeld(e.defaultScheduler, ns, e.compliant, &held), e.unbound(&held)},
+		{"administrator binds a tenant pod", "BINDING_NOT_ALLOWED", e.bindHeld(e.admin, ns, e.compliant, &held), e.unbound(&held)},
+		{"Volcano binds a tenant pod to the time-sliced node", "TIME_SLICING_FORBIDDEN", e.bindHeld(e.binder, ns, e.sliced, &held), e.unbound(&held)},
+		{"Volcano binds a tenant pod to another tenant's node", "TENANT_MISMATCH", e.bindHeld(e.binder, ns, betaNode, &held), e.unbound(&held)},
+		{"Volcano binds a tenant pod to a general node", "OUTSIDE_POOL", e.bindHeld(e.binder, ns, e.controlPlane, &held), e.unbound(&held)},
+		{"Volcano binds a tenant pod to a node that does not exist", "NODE_UNKNOWN", e.bindHeld(e.binder, ns, "xg-no-such-node", &held), e.unbound(&held)},
+		{"Volcano binds a pod of no tenant to a pool node", "BINDING_NOT_ALLOWED", e.bindHeld(e.binder, plainNS, e.compliant, &held), e.unbound(&held)},
+		{"Volcano binds a tenant pod to the compliant node (control)", "", e.bindHeld(e.binder, ns, e.compliant, &held), func(ctx context.Context) error {
+			ns, name, _ := strings.Cut(held[len(held)-1], "/")
+			defer func() { _ = lab.DeletePod(ctx, e.admin, ns, name) }()
+			p, err := lab.WaitRunning(ctx, e.admin, ns, name)
+			if err != nil {
+				return err
+			}
+			if p.Spec.NodeName != e.compliant {
+				return fmt.Errorf("the pod runs on %s, want %s", p.Spec.NodeName, e.compliant)
+			}
+			return nil
+		}},
+		// Faults: with the webhook down, what it guards fails closed and
+		// nothing else does.
+		{"webhook down: a tenant pod fails closed, an unrelated pod is admitted, the node policies hold", "", func(ctx context.Context) error {
+			return e.webhookDown(ctx, ns, plainNS, w1)
+		}, nil},
+	}
+}
+
+// webhookDown scales the webhook to zero, checks what is refused and what
+// is not, and scales it back.
+func (e *trustEnv) webhookDown(ctx context.Context, tenantNS, plainNS string, node kubernetes.Interface) error {
+	deploys := e.admin.AppsV1().Deployments(lab.PlatformNamespace)
+	scale := func(n int32) error {
+		s, err := deploys.GetScale(ctx, "xila-guard-webhook", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = n
+		_, err = deploys.UpdateScale(ctx, "xila-guard-webhook", s, metav1.UpdateOptions{})
+		return err
+	}
+	if err := scale(0); err != nil {
+		return err
+	}
+	defer func() {
+		_ = scale(2)
+		_ = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			return dryCreate(ctx, e.admin, tenantNS, e.l.Pod("probe")) == nil, nil
+		})
+	}()
+	// Until the endpoints are gone, the webhook may still answer.
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = dryCreate(ctx, e.admin, tenantNS, e.l.Pod("down-probe"))
+		return last != nil && strings.Contains(last.Error(), "failed calling webhook"), nil
+	})
+	if err != nil {
+		return fmt.Errorf("a tenant pod was not refused with the webhook down: %v (last: %v)", err, last)
+	}
+	for i := range 20 {
+		if err := dryCreate(ctx, e.nsCreator, plainNS, e.l.Pod(fmt.Sprintf("down-plain-%d", i), lab.WithScheduler("default-scheduler"))); err != nil {
+			return fmt.Errorf("an unrelated pod was refused with the webhook down: %w", err)
+		}
+	}
+	if err := dryCreate(ctx, e.nsCreator, plainNS, e.l.Pod("down-tol", tolerate0(lab.PoolLabel))); err == nil || !strings.Contains(err.Error(), "POOL_TOLERATION") {
+		return fmt.Errorf("a pool toleration outside the tenants with the webhook down: %v, want POOL_TOLERATION", err)
+	}
+	if err := patchNode(ctx, node, e.compliant, false, labels(lab.PoolLabel, "beta")); err == nil || !strings.Contains(err.Error(), "POOL_ADMIN_ONLY") {
+		return fmt.Errorf("a node moving itself to another pool with the webhook down: %v, want POOL_ADMIN_ONLY", err)
+	}
+	return nil
+}
+
+func tolerate0(key string) lab.PodOption {
+	return func(p *corev1.Pod) {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
+	}
+}
