@@ -23,6 +23,7 @@ var goldenCases = []string{
 	"enforcement-integrations",
 	"integrations-only",
 	"tenant-rbac",
+	"tenant-rbac-integrations",
 	"cert-manager",
 	"cert-manager-issuer",
 	"generate",

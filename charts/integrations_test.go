@@ -2,6 +2,7 @@ package charts
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -254,42 +255,55 @@ func TestInvalidValuesFail(t *testing.T) {
 	}
 }
 
-// TestTenantRoleGrantsNoBypass reads the tenant ClusterRole: nothing on
-// the guard kinds, bindings, nodes or cluster-scoped objects, and no
-// wildcard. The e2e suite proves the same with real requests.
+// TestTenantRoleGrantsNoBypass reads the tenant ClusterRoles, the base one
+// and those of every shipped profile's tenantResources: nothing on the
+// guard kinds, bindings, nodes or cluster-scoped objects, no wildcard,
+// and, in the profiles' roles, none of Kubernetes' own groups. Every
+// tenant namespace binds each of them, and nothing else. The e2e suite
+// proves the same with real requests, and TestIntegrationTenantResources
+// against a real API server's authorizer.
 func TestTenantRoleGrantsNoBypass(t *testing.T) {
-	objs := objects(t, mustRender(t, loadChart(t), readValues(t, "tenant-rbac")).Manifest)
-	role := find(t, objs, "ClusterRole", "xila-guard-tenant")
-	for _, rule := range field(role.raw, "rules").([]any) {
-		groups := toYAML(t, field(rule, "apiGroups"))
-		for _, r := range field(rule, "resources").([]any) {
-			res := r.(string)
-			switch {
-			case strings.Contains(groups, "guard.xila.us"), strings.Contains(groups, "'*'"):
-				t.Errorf("tenant role grants %s in %s", res, groups)
-			case res == "*" || res == "pods/binding" || res == "bindings" || strings.HasPrefix(res, "nodes") ||
-				res == "daemonsets" || res == "namespaces":
-				t.Errorf("tenant role grants %s", res)
-			}
+	vals := readValues(t, "tenant-rbac")
+	profiles := readProfiles(t)
+	var integrations []any
+	wantRoles := []string{"xila-guard-tenant"}
+	for _, name := range slices.Sorted(maps.Keys(profiles)) {
+		in := profiles[name].Integration
+		integrations = append(integrations, in)
+		if rules, _ := in["tenantResources"].([]any); len(rules) > 0 {
+			wantRoles = append(wantRoles, "xila-guard-tenant-"+name)
 		}
-		for _, v := range field(rule, "verbs").([]any) {
-			if v == "*" || v == "escalate" || v == "bind" || v == "impersonate" {
-				t.Errorf("tenant role grants verb %v", v)
+	}
+	slices.Sort(wantRoles)
+	vals["orchestratorIntegrations"] = integrations
+	objs := objects(t, mustRender(t, loadChart(t), vals).Manifest)
+	roles := tenantRoles(objs)
+	if got := slices.Sorted(maps.Keys(roles)); !slices.Equal(got, wantRoles) {
+		t.Errorf("tenant ClusterRoles %v, want %v", got, wantRoles)
+	}
+	for name, role := range roles {
+		for _, rule := range field(role.raw, "rules").([]any) {
+			for _, b := range ruleBypasses(rule) {
+				t.Errorf("%s grants %s", role, b)
+			}
+			if name == "xila-guard-tenant" {
+				continue
+			}
+			for _, g := range strs(field(rule, "apiGroups")) {
+				if kubernetesGroup(g) {
+					t.Errorf("%s grants kinds of Kubernetes' own group %q: the base tenant role decides those", role, g)
+				}
 			}
 		}
 	}
-	var bound []string
-	for _, o := range objs {
-		if o.Kind == "RoleBinding" {
-			bound = append(bound, o.Metadata["namespace"].(string))
-			if got := field(o.raw, "roleRef", "name"); got != "xila-guard-tenant" {
-				t.Errorf("%s binds %v", o, got)
-			}
-		}
+	bound := tenantBindings(t, objs)
+	if got := slices.Sorted(maps.Keys(bound)); !slices.Equal(got, []string{"acme-serve", "acme-train", "globex"}) {
+		t.Errorf("RoleBindings in %v, want acme-serve, acme-train and globex", got)
 	}
-	slices.Sort(bound)
-	if want := []string{"acme-serve", "acme-train", "globex"}; !slices.Equal(bound, want) {
-		t.Errorf("RoleBindings in %v, want %v", bound, want)
+	for ns, got := range bound {
+		if !slices.Equal(got, wantRoles) {
+			t.Errorf("%s binds %v, want %v", ns, got, wantRoles)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -80,8 +81,39 @@ func TestProfiles(t *testing.T) {
 			if p.Verification.Status != "verified" && p.Verification.Unverified == "" {
 				t.Error("verification.unverified is empty: say what was not checked")
 			}
+			rules, ok := in["tenantResources"].([]any)
+			if !ok {
+				t.Error("integration.tenantResources is missing: list the orchestrator's workload kinds its tenants create, or [] for none")
+			}
 			vals := map[string]any{"orchestratorIntegrations": []any{in}}
 			objs := objects(t, mustRender(t, loadChart(t), vals).Manifest)
+			if got := tenantRoles(objs); len(got) != 0 {
+				t.Errorf("tenant roles %v rendered with tenant RBAC off", slices.Collect(maps.Keys(got)))
+			}
+			// With tenant RBAC, the profile's tenant kinds are granted in
+			// the tenant's namespaces, and nothing that bypasses the guard.
+			tenantObjs := objects(t, mustRender(t, loadChart(t), tenantValues(true, in)).Manifest)
+			role, granted := tenantRoles(tenantObjs)["xila-guard-tenant-"+file]
+			switch {
+			case len(rules) == 0 && granted:
+				t.Errorf("%s rendered for a profile with no tenantResources", role)
+			case len(rules) > 0 && !granted:
+				t.Errorf("no ClusterRole xila-guard-tenant-%s for the profile's tenantResources", file)
+			case granted:
+				if got, want := toYAML(t, field(role.raw, "rules")), toYAML(t, rules); got != want {
+					t.Errorf("%s rules\n%s\nwant the profile's tenantResources\n%s", role, got, want)
+				}
+				for _, rule := range rules {
+					for _, b := range ruleBypasses(rule) {
+						t.Errorf("tenantResources grant %s", b)
+					}
+				}
+				for ns, got := range tenantBindings(t, tenantObjs) {
+					if !slices.Contains(got, role.name()) {
+						t.Errorf("%s binds %v, not %s", ns, got, role.name())
+					}
+				}
+			}
 			vwc := find(t, objs, "ValidatingWebhookConfiguration", "xila-guard-integration-"+file)
 			if got, want := toYAML(t, field(vwc.raw, "webhooks", 0, "objectSelector")), toYAML(t, in["workloadSelector"]); got != want {
 				t.Errorf("objectSelector\n%s\nwant the workload selector\n%s", got, want)

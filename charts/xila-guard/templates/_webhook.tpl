@@ -24,6 +24,9 @@ Helpers of the admission webhook, its TLS and its configurations.
 {{- if not (get $in "workloadSelector") -}}
 {{- fail (printf "orchestratorIntegrations %q: workloadSelector is required; an empty selector would select every pod" $name) -}}
 {{- end -}}
+{{- if hasKey $in "tenantResources" -}}
+{{- $_ := include "xila-guard.tenantResources.check" (list $name (get $in "tenantResources")) -}}
+{{- end -}}
 {{- if dig "enabled" true $in -}}
 {{- $out = append $out $in -}}
 {{- end -}}

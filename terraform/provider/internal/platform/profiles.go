@@ -16,8 +16,9 @@ import (
 const IntegrationsKey = "orchestratorIntegrations"
 
 // integrationFields are the keys of a profile's integration that become
-// keys of its orchestratorIntegrations entry.
-var integrationFields = []string{"enabled", "schedulerName", "workloadSelector", "binderServiceAccounts"}
+// keys of its orchestratorIntegrations entry. tenantResources are the
+// orchestrator's kinds its tenants create, granted with tenantRBAC.
+var integrationFields = []string{"enabled", "schedulerName", "workloadSelector", "binderServiceAccounts", "tenantResources"}
 
 // Profile is one orchestrator profile read from profiles/<name>.yaml.
 type Profile struct {
