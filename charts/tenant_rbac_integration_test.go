@@ -72,14 +72,7 @@ func TestIntegrationTenantResources(t *testing.T) {
 			continue
 		}
 		u := &unstructured.Unstructured{Object: o.raw}
-		_ = env.Client.Delete(ctx, u.DeepCopy())
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-			err := env.Client.Create(ctx, u.DeepCopy())
-			return !apierrors.IsAlreadyExists(err), err
-		})
-		if err != nil {
-			t.Fatalf("creating %s: %v", o, err)
-		}
+		recreate(t, u)
 		applied = append(applied, u)
 	}
 	if len(applied) < 2 {

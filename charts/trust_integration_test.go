@@ -76,15 +76,7 @@ func applyTrustPolicies(t *testing.T, vals map[string]any, key string) {
 		if o.Kind != "ValidatingAdmissionPolicy" && o.Kind != "ValidatingAdmissionPolicyBinding" {
 			continue
 		}
-		u := &unstructured.Unstructured{Object: o.raw}
-		_ = env.Client.Delete(ctx, u.DeepCopy())
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-			err := env.Client.Create(ctx, u.DeepCopy())
-			return !apierrors.IsAlreadyExists(err), err
-		})
-		if err != nil {
-			t.Fatalf("creating %s: %v", o, err)
-		}
+		recreate(t, &unstructured.Unstructured{Object: o.raw})
 		if o.Kind == "ValidatingAdmissionPolicy" {
 			names = append(names, o.name())
 		}
@@ -143,14 +135,20 @@ func grantNodeWrites(t *testing.T) {
 // and pool taint value ("" for none).
 func createNode(t *testing.T, name string, labels map[string]string, taint string) {
 	t.Helper()
-	n := nodeObject(name, labels, taint)
-	_ = env.Client.Delete(t.Context(), n.DeepCopy())
+	recreate(t, nodeObject(name, labels, taint))
+}
+
+// recreate creates obj as the administrator, deleting an object of its
+// name first and waiting until that one is gone.
+func recreate(t *testing.T, obj client.Object) {
+	t.Helper()
+	_ = env.Client.Delete(t.Context(), obj.DeepCopyObject().(client.Object))
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		err := env.Client.Create(ctx, n.DeepCopy())
+		err := env.Client.Create(ctx, obj.DeepCopyObject().(client.Object))
 		return !apierrors.IsAlreadyExists(err), err
 	})
 	if err != nil {
-		t.Fatalf("creating node %s: %v", name, err)
+		t.Fatalf("creating %s %s: %v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 	}
 }
 

@@ -85,6 +85,28 @@ var workloadLabels = map[string]map[string]string{
 
 const binderRole = "xg-e2e-external-binders"
 
+// withIntegrations are the lab's values in the lab profile with the
+// profiles of externalSchedulers enabled; it lets their binders bind, as
+// their own RBAC would.
+func withIntegrations(l *lab.Lab) (map[string]any, error) {
+	var integrations []any
+	var binders []string
+	for _, name := range externalSchedulers {
+		in, err := l.Profile(name)
+		if err != nil {
+			return nil, err
+		}
+		integrations = append(integrations, in)
+		for _, b := range in["binderServiceAccounts"].([]any) {
+			binders = append(binders, b.(string))
+		}
+	}
+	if err := l.GrantBinding(context.Background(), binderRole, binders...); err != nil {
+		return nil, err
+	}
+	return lab.Merge(l.Values("lab"), map[string]any{"orchestratorIntegrations": integrations}), nil
+}
+
 // TestAdmission installs enforcement and the webhook (lab profile) with the
 // run:ai and Volcano profiles of profiles/, and checks admission: the ways
 // around the controlled scheduler are refused; a run:ai-shaped and a
@@ -94,24 +116,7 @@ const binderRole = "xg-e2e-external-binders"
 // must admit).
 func TestAdmission(t *testing.T) {
 	f := features.New("fail-closed admission").
-		Setup(setUpLab(func(l *lab.Lab) (map[string]any, error) {
-			var integrations []any
-			var binders []string
-			for _, name := range externalSchedulers {
-				in, err := l.Profile(name)
-				if err != nil {
-					return nil, err
-				}
-				integrations = append(integrations, in)
-				for _, b := range in["binderServiceAccounts"].([]any) {
-					binders = append(binders, b.(string))
-				}
-			}
-			if err := l.GrantBinding(context.Background(), binderRole, binders...); err != nil {
-				return nil, err
-			}
-			return lab.Merge(l.Values("lab"), map[string]any{"orchestratorIntegrations": integrations}), nil
-		})).
+		Setup(setUpLab(withIntegrations)).
 		Assess("the webhook refuses an alternate scheduler, nodeName and privileged", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			for _, c := range lab.WebhookCases(l.Tenant) {

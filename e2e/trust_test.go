@@ -76,24 +76,7 @@ type trustEnv struct {
 // plane is a general node.
 func TestTrustBoundaries(t *testing.T) {
 	f := features.New("trust boundaries").
-		Setup(setUpLab(func(l *lab.Lab) (map[string]any, error) {
-			var integrations []any
-			var binders []string
-			for _, name := range externalSchedulers {
-				in, err := l.Profile(name)
-				if err != nil {
-					return nil, err
-				}
-				integrations = append(integrations, in)
-				for _, b := range in["binderServiceAccounts"].([]any) {
-					binders = append(binders, b.(string))
-				}
-			}
-			if err := l.GrantBinding(context.Background(), binderRole, binders...); err != nil {
-				return nil, err
-			}
-			return lab.Merge(l.Values("lab"), map[string]any{"orchestratorIntegrations": integrations}), nil
-		})).
+		Setup(setUpLab(withIntegrations)).
 		Assess("every attempt is refused for its reason, and nothing runs where it must not", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			e := newTrustEnv(ctx, t, labFrom(ctx, t))
 			for _, a := range e.attempts() {
