@@ -81,8 +81,8 @@ func applyTrustPolicies(t *testing.T, vals map[string]any, key string) {
 			names = append(names, o.name())
 		}
 	}
-	if len(names) != 3 {
-		t.Fatalf("the chart rendered the policies %v, want the pool membership, evidence label and pool pod policies", names)
+	if len(names) != 4 {
+		t.Fatalf("the chart rendered the policies %v, want the pool membership, evidence label, compliance label and pool pod policies", names)
 	}
 	// The policies take effect once the API server's policy informer has
 	// them: a node labelling itself into a pool is refused from then on.
@@ -243,6 +243,17 @@ func TestIntegrationTrustPolicies(t *testing.T) {
 	}
 	admitted := ""
 	adminOnly, taintMissing, labellerOnly := "POOL_ADMIN_ONLY", "POOL_TAINT_MISSING", "EVIDENCE_LABEL_NOT_ALLOWED"
+	observeOnly := "COMPLIANCE_LABEL_NOT_ALLOWED"
+	compliant := "compliance.guard.xila.us/acme-exclusive"
+	// certified is a pool node the observe controller found compliant.
+	certified := func(name string) func(t *testing.T) {
+		return func(t *testing.T) {
+			pooled(name, "acme")(t)
+			if err := (patch{labels: map[string]any{compliant: "true"}}).apply(t.Context(), taintKeeper.client(t), name); err != nil {
+				t.Fatalf("observe labelling node %s compliant: %v", name, err)
+			}
+		}
+	}
 	cases := []attempt{
 		// Pool membership, from a node's own seat.
 		{"node adds the pool label and taint to itself", nodeUser, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, adminOnly},
@@ -293,6 +304,17 @@ func TestIntegrationTrustPolicies(t *testing.T) {
 		{"NFD master changes evidence", nfdMaster, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "time-slicing", "nvidia.com/gpu.product": "H100"}}, admitted},
 		{"NFD master removes evidence", nfdMaster, "g1", gpu("g1"), patch{labels: map[string]any{"feature.node.kubernetes.io/cpu-security.sgx.enabled": nil}}, admitted},
 		{"node changes a label that is not evidence", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com.example/other": "x"}}, admitted},
+		// Compliance labels: what an external scheduler is steered by.
+		{"node declares itself compliant", nodeUser, "n1", pooled("n1", "acme"), patch{labels: map[string]any{compliant: "true"}}, observeOnly},
+		{"node declares itself compliant through nodes/status", nodeUser, "n1", pooled("n1", "acme"), patch{status: true, labels: map[string]any{compliant: "true"}}, observeOnly},
+		{"node registers as compliant", nodeUser, "", nil, patch{create: nodeObject("n-compliant", map[string]string{compliant: "true"}, "")}, observeOnly},
+		{"node removes its compliance label", nodeUser, "n1", certified("n1"), patch{labels: map[string]any{compliant: nil}}, observeOnly},
+		{"evidence labeller declares a node compliant", nfdMaster, "n1", pooled("n1", "acme"), patch{labels: map[string]any{compliant: "true"}}, observeOnly},
+		{"operator with node rights declares a node compliant", operator, "n1", pooled("n1", "acme"), patch{labels: map[string]any{compliant: "true"}}, observeOnly},
+		{"observe controller labels a node compliant", taintKeeper, "n1", pooled("n1", "acme"), patch{labels: map[string]any{compliant: "true"}}, admitted},
+		{"observe controller removes a compliance label", taintKeeper, "n1", certified("n1"), patch{labels: map[string]any{compliant: nil}}, admitted},
+		{"administrator removes a compliance label", admin, "n1", certified("n1"), patch{labels: map[string]any{compliant: nil}}, admitted},
+		{"node heartbeat of a compliant node", nodeUser, "n1", certified("n1"), patch{status: true, labels: map[string]any{"example.com/zone": "c"}}, admitted},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -95,6 +95,24 @@ func TestObserve(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("compliance labels: only the compliant worker is labelled, and a scheduler that honours node affinity places there only", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			o := observedFrom(ctx, t)
+			cs := clientset(t, cfg)
+			key := complianceLabel(o.tenant)
+			waitNodeLabel(ctx, t, cs, o.workers[compliantPoolNode], key, true, time.Minute)
+			waitNodeLabel(ctx, t, cs, o.workers[timeSlicedPoolNode], key, false, 0)
+			// The stock kube-scheduler stands in for an external scheduler
+			// that picks nodes by its own scoring: required node affinity on
+			// the label keeps every pod off the time-sliced worker.
+			for i := range 4 {
+				p := createAffinePod(ctx, t, cs, o.tenant, fmt.Sprintf("affine-%d", i), key)
+				if got := waitScheduled(ctx, t, cs, p.Namespace, p.Name); got != o.workers[compliantPoolNode] {
+					t.Errorf("pod %s requiring %s was placed on %s, want %s", p.Name, key, got, o.workers[compliantPoolNode])
+				}
+			}
+			waitMetric(ctx, t, cs, `xila_guard_observe_compliance_label_changes_total{change="added",policy="`+o.tenant+`"}`, 0, 30*time.Second)
+			return ctx
+		}).
 		Assess("a pod an external scheduler put on a non-compliant node is reported after binding", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			o := observedFrom(ctx, t)
 			cs := clientset(t, cfg)
@@ -141,6 +159,15 @@ func TestObserve(t *testing.T) {
 			t.Logf("evidence flipped on %s: drift record after %s, Event after %s", node, recordAfter, eventAfter)
 			if recordAfter > driftDeadline || eventAfter > driftDeadline {
 				t.Errorf("drift reported %s (record) and %s (Event) after the evidence changed; want both within %s", recordAfter, eventAfter, driftDeadline)
+			}
+
+			// The compliance label goes with the evidence: a pod that requires
+			// it now waits rather than land on a forbidden node.
+			waitNodeLabel(ctx, t, cs, node, complianceLabel(o.tenant), false, driftDeadline)
+			pending := createAffinePod(ctx, t, cs, o.tenant, "affine-after-flip", complianceLabel(o.tenant))
+			time.Sleep(3 * time.Second)
+			if got, err := cs.CoreV1().Pods(pending.Namespace).Get(ctx, pending.Name, metav1.GetOptions{}); err != nil || got.Spec.NodeName != "" {
+				t.Errorf("pod %s requiring %s with no compliant node: node %q (err %v), want it Pending", pending.Name, complianceLabel(o.tenant), got.Spec.NodeName, err)
 			}
 
 			// Report-only: the pod keeps running and the node stays schedulable.
@@ -280,7 +307,7 @@ func uninstallObserve(ctx context.Context, t *testing.T, cfg *envconf.Config) co
 	dyn := dynamicClientFor(t, cfg)
 	zero := int64(0)
 	_ = cs.CoreV1().Pods(o.tenant).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	remove := map[string]*string{guardPoolLabel: nil}
+	remove := map[string]*string{guardPoolLabel: nil, complianceLabel(o.tenant): nil}
 	for k := range nfdLabels("") {
 		remove[k] = nil
 	}
@@ -331,6 +358,76 @@ func createBoundPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 		t.Fatalf("binding pod %s/%s to %s: %v", ns, name, node, err)
 	}
 	return created
+}
+
+// complianceLabel is the observe controller's compliance label of a
+// policy (docs/observe.md).
+func complianceLabel(policy string) string { return "compliance.guard.xila.us/" + policy }
+
+// createAffinePod creates a pod of the default scheduler that tolerates
+// its tenant's pool and requires the compliance label key=true in its node
+// affinity, as the docs tell tenants of an external scheduler to.
+func createAffinePod(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name, key string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			Tolerations: []corev1.Toleration{{Key: guardPoolLabel, Operator: corev1.TolerationOpEqual, Value: ns, Effect: corev1.TaintEffectNoSchedule}},
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{"true"}}}}}}}},
+			Containers: []corev1.Container{{
+				Name: "pause", Image: suite.Agnhost, ImagePullPolicy: corev1.PullNever, Args: []string{"pause"},
+			}},
+		},
+	}
+	created, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating pod %s/%s: %v", ns, name, err)
+	}
+	return created
+}
+
+// waitScheduled waits until the pod is bound and returns its node.
+func waitScheduled(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string) string {
+	t.Helper()
+	var node string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		node = p.Spec.NodeName
+		return node != "", nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s not scheduled: %v", ns, name, err)
+	}
+	return node
+}
+
+// waitNodeLabel waits until the node carries key=true (want) or lacks key;
+// a zero timeout checks once.
+func waitNodeLabel(ctx context.Context, t *testing.T, cs kubernetes.Interface, node, key string, want bool, timeout time.Duration) {
+	t.Helper()
+	var labels map[string]string
+	check := func(ctx context.Context) (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		labels = n.Labels
+		return (n.Labels[key] == "true") == want, nil
+	}
+	ok, err := check(ctx)
+	if !ok && err == nil && timeout > 0 {
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, false, check)
+	} else if !ok && err == nil {
+		err = fmt.Errorf("not as wanted")
+	}
+	if err != nil {
+		t.Fatalf("node %s: label %s=%q after %s, want present %v", node, key, labels[key], timeout, want)
+	}
 }
 
 // patchNodeLabels sets (or, for nil, removes) labels of a node.

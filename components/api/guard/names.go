@@ -28,6 +28,17 @@ const (
 	// MockLabelPrefix starts the node labels that describe simulated (mock)
 	// evidence in lab clusters, e.g. guard.xila.us/mock-sharing-mode.
 	MockLabelPrefix = GroupName + "/mock-"
+
+	// ComplianceLabelPrefix starts the node labels the observe controller
+	// keeps, one per PlacementPolicy: compliance.guard.xila.us/<policy> is
+	// "true" on a node while the policy allows its tenants' pods there,
+	// and absent otherwise. External schedulers that choose a node before
+	// anything judges it can require the label in a pod's node affinity;
+	// the bind-time judgement stays the backstop.
+	ComplianceLabelPrefix = "compliance." + GroupName + "/"
+
+	// ComplianceLabelValue is the value of a compliance label.
+	ComplianceLabelValue = "true"
 )
 
 // Names of the controlled scheduler and of the evaluator service.

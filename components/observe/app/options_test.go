@@ -13,7 +13,7 @@ import (
 
 func TestParseFlags(t *testing.T) {
 	defaults := Options{CoreURL: guard.DefaultCoreURL, EvalTimeout: guard.DefaultEvalTimeout, Profile: guard.ProfileProduction,
-		PublishEvidence: true, TaintPools: true, RefreshPeriod: time.Minute, Resync: 2 * time.Minute, Workers: 8,
+		PublishEvidence: true, TaintPools: true, ComplianceLabels: true, RefreshPeriod: time.Minute, Resync: 2 * time.Minute, Workers: 8,
 		MetricsAddr: ":9090", ProbeAddr: ":9091", LeaderElect: true}
 	lab := defaults
 	lab.Profile, lab.MockEvidence, lab.CoreURL, lab.ReportFile = guard.ProfileLab, true, InProcess, "/var/log/guard.jsonl"
@@ -25,6 +25,7 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{name: "defaults", want: &defaults},
 		{name: "lab", args: []string{"--profile=lab", "--mock-evidence", "--core-url=in-process", "--report-file=/var/log/guard.jsonl"}, want: &lab},
+		{name: "no compliance labels", args: []string{"--compliance-labels=false"}, want: func() *Options { o := defaults; o.ComplianceLabels = false; return &o }()},
 		{name: "mock evidence needs lab", args: []string{"--mock-evidence"}, wantErr: "--mock-evidence needs"},
 		{name: "unknown profile", args: []string{"--profile=staging"}, wantErr: "--profile"},
 		{name: "no workers", args: []string{"--workers=0"}, wantErr: "--workers"},

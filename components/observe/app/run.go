@@ -21,6 +21,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
+	"github.com/xila-guard/xila-guard/components/observe/compliance"
 	"github.com/xila-guard/xila-guard/components/observe/evidence"
 	"github.com/xila-guard/xila-guard/components/observe/metrics"
 	"github.com/xila-guard/xila-guard/components/observe/pooltaint"
@@ -118,12 +119,19 @@ func RunWithConfig(ctx context.Context, cfg *rest.Config, o *Options, report io.
 			return fmt.Errorf("setting up the pool taint manager: %w", err)
 		}
 	}
+	if o.ComplianceLabels {
+		l := &compliance.Labeller{Client: mgr.GetClient(), Evaluator: eval, Profile: o.Profile, Observer: m}
+		if err := l.SetupWithManager(mgr, o.Workers); err != nil {
+			return fmt.Errorf("setting up the compliance labeller: %w", err)
+		}
+	}
 	r := &postbind.Reconciler{Client: mgr.GetClient(), Evaluator: eval, Profile: o.Profile,
 		Recorder: mgr.GetEventRecorder("xila-guard-observe"), Sink: postbind.NewSink(report), Observer: m, Resync: o.Resync}
 	if err := r.SetupWithManager(ctx, mgr, o.Workers); err != nil {
 		return fmt.Errorf("setting up post-binding evaluation: %w", err)
 	}
-	log.Info("starting", "coreURL", o.CoreURL, "profile", o.Profile, "mockEvidence", o.MockEvidence, "leaderElect", o.LeaderElect)
+	log.Info("starting", "coreURL", o.CoreURL, "profile", o.Profile, "mockEvidence", o.MockEvidence,
+		"complianceLabels", o.ComplianceLabels, "leaderElect", o.LeaderElect)
 	return mgr.Start(ctx)
 }
 

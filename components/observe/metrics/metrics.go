@@ -28,6 +28,7 @@ type Metrics struct {
 	drift     *prometheus.CounterVec
 	latency   prometheus.Histogram
 	lastSync  *prometheus.GaugeVec
+	labels    *prometheus.CounterVec
 	now       func() time.Time
 }
 
@@ -46,9 +47,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Time to obtain one post-binding decision, failures included.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		lastSync: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "xila_guard_observe_last_successful_sync_timestamp_seconds",
 			Help: "Unix time of the last success of each loop: evaluate (evaluator answered) or publish (evidence written)."}, []string{"loop"}),
+		labels: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "xila_guard_observe_compliance_label_changes_total",
+			Help: "Compliance labels added (change=added) or removed (change=removed) on nodes, by policy."}, []string{"policy", "change"}),
 		now: time.Now,
 	}
-	for _, c := range []prometheus.Collector{m.decisions, m.drift, m.latency, m.lastSync} {
+	for _, c := range []prometheus.Collector{m.decisions, m.drift, m.latency, m.lastSync, m.labels} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -73,6 +76,15 @@ func (m *Metrics) Evaluated(res wire.NodeResult, latency time.Duration, answered
 // Drifted records one drift record.
 func (m *Metrics) Drifted(from, to guard.Decision) {
 	m.drift.WithLabelValues(string(from), string(to)).Inc()
+}
+
+// ComplianceChanged records a compliance label added or removed.
+func (m *Metrics) ComplianceChanged(policy string, compliant bool) {
+	change := "removed"
+	if compliant {
+		change = "added"
+	}
+	m.labels.WithLabelValues(policy, change).Inc()
 }
 
 // Published records a successful evidence write.

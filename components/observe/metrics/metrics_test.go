@@ -23,7 +23,14 @@ func TestMetrics(t *testing.T) {
 	m.Evaluated(wire.NodeResult{Decision: guard.DecisionAllow}, time.Millisecond, true)
 	m.Drifted(guard.DecisionAllow, guard.DecisionDeny)
 	m.Published("n")
+	m.ComplianceChanged("acme-exclusive", true)
+	m.ComplianceChanged("acme-exclusive", false)
+	m.ComplianceChanged("acme-exclusive", true)
 	want := `
+# HELP xila_guard_observe_compliance_label_changes_total Compliance labels added (change=added) or removed (change=removed) on nodes, by policy.
+# TYPE xila_guard_observe_compliance_label_changes_total counter
+xila_guard_observe_compliance_label_changes_total{change="added",policy="acme-exclusive"} 2
+xila_guard_observe_compliance_label_changes_total{change="removed",policy="acme-exclusive"} 1
 # HELP xila_guard_observe_decisions_total Post-binding decisions, by decision and reason code (NONE for an allow without notes).
 # TYPE xila_guard_observe_decisions_total counter
 xila_guard_observe_decisions_total{decision="allow",reason="NONE"} 1
@@ -37,7 +44,7 @@ xila_guard_observe_drift_records_total{from="allow",to="deny"} 1
 xila_guard_observe_last_successful_sync_timestamp_seconds{loop="evaluate"} 1.7e+09
 xila_guard_observe_last_successful_sync_timestamp_seconds{loop="publish"} 1.7e+09
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "xila_guard_observe_decisions_total",
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "xila_guard_observe_compliance_label_changes_total", "xila_guard_observe_decisions_total",
 		"xila_guard_observe_drift_records_total", "xila_guard_observe_last_successful_sync_timestamp_seconds"); err != nil {
 		t.Error(err)
 	}

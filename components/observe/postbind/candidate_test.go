@@ -35,7 +35,6 @@ func TestCandidateCountsAllocatableGPUs(t *testing.T) {
 			"nvidia.com/gpu": resource.MustParse("1"), "nvidia.com/mig-1g.10gb": resource.MustParse("7")}),
 		gpuNode("cpu-only", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32")}),
 	).Build()
-	r := &Reconciler{Client: c}
 	count := func(n int64) *int64 { return &n }
 	for name, want := range map[string]wire.Node{
 		"mixed":    {Name: "mixed", UID: "uid-mixed", Pool: "acme", AllocatableGPUs: count(8)},
@@ -43,7 +42,7 @@ func TestCandidateCountsAllocatableGPUs(t *testing.T) {
 		"gone":     {Name: "gone"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := r.candidate(context.Background(), name)
+			got, err := Candidate(context.Background(), c, name)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -100,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	node, err := r.candidate(ctx, pod.Spec.NodeName)
+	node, err := Candidate(ctx, r.Client, pod.Spec.NodeName)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -120,12 +120,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: r.resync()}, nil
 }
 
-// candidate builds the evaluator's view of the pod's node. A node or state
-// that does not exist is left out for the evaluator to judge.
-func (r *Reconciler) candidate(ctx context.Context, name string) (wire.Node, error) {
+// Candidate builds the evaluator's view of a node: its UID, pool, GPUs on
+// offer and the spec of its NodeSecurityState. A node or state that does
+// not exist is left out for the evaluator to judge.
+func Candidate(ctx context.Context, c client.Reader, name string) (wire.Node, error) {
 	out := wire.Node{Name: name}
 	node := &corev1.Node{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err == nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err == nil {
 		out.UID, out.Pool = node.UID, node.Labels[guard.LabelTenantPool]
 		gpus := guard.AllocatableGPUs(node.Status.Allocatable)
 		out.AllocatableGPUs = &gpus
@@ -133,7 +134,7 @@ func (r *Reconciler) candidate(ctx context.Context, name string) (wire.Node, err
 		return out, fmt.Errorf("reading node %s: %w", name, err)
 	}
 	nss := &v1alpha1.NodeSecurityState{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, nss); err == nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, nss); err == nil {
 		out.State = &nss.Spec
 	} else if !apierrors.IsNotFound(err) {
 		return out, fmt.Errorf("reading the state of node %s: %w", name, err)

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,8 +31,14 @@ func createNode(t *testing.T, name string, labels map[string]string, boot string
 	if err := k8s.Create(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	n.Status.NodeInfo.BootID = boot
-	if err := k8s.Status().Update(ctx, n); err != nil {
+	// A controller may write the node in between: retry on conflicts.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
+			return err
+		}
+		n.Status.NodeInfo.BootID = boot
+		return k8s.Status().Update(ctx, n)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
