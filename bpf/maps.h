@@ -95,16 +95,6 @@ struct prefix_slot {
 	__u8 lens[2][XG_MAX_PREFIX_LENS];
 };
 
-/* The trie earlier versions kept peer prefixes in: prefixlen = 64 + prefix
- * bits. The programs no longer read it; the agent moves what a previous
- * version left there into xg_peers_cidr when it starts. */
-struct peer_lpm_key {
-	__u32 prefixlen;
-	__u32 policy;
-	__u32 family;
-	__u8 addr[16];
-};
-
 struct peer_value {
 	__u32 portset; /* XG_PORTSET_ANY or an index into xg_portsets */
 };
@@ -226,15 +216,6 @@ struct {
 	__type(value, struct prefix_slot);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } xg_prefix_slots SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 65536);
-	__type(key, struct peer_lpm_key);
-	__type(value, struct peer_value);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} xg_peers_lpm SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -91,8 +91,8 @@ func TestMinimalWebhookWithoutEnforcement(t *testing.T) {
 					}
 				}
 			}
-			if v, ok := flagValue(webhookArgs(t, objs), "core-url"); !ok || v != "" {
-				t.Errorf("--core-url=%q (set: %v) with enforcement off: want it set empty, no evaluator is installed", v, ok)
+			if v, ok := flagValue(webhookArgs(t, objs), "profile"); !ok || v != "production" {
+				t.Errorf("--profile=%q (set: %v): want production, the in-process evaluator's default", v, ok)
 			}
 		})
 	}
@@ -234,8 +234,7 @@ func TestInvalidValuesFail(t *testing.T) {
 			"webhook": map[string]any{"enabled": true, "tls": map[string]any{"mode": "secret", "secretName": "s"}}}, "caBundle"},
 		{"unknown TLS mode", map[string]any{"webhook": map[string]any{"tls": map[string]any{"mode": "selfSigned"}}}, "mode"},
 		{"long timeout", map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
-		{"evaluator slower than the webhook", map[string]any{"enforcement": map[string]any{"enabled": true},
-			"webhook": map[string]any{"enabled": true, "timeoutSeconds": 2, "evalTimeoutMs": 2000}}, "evalTimeoutMs"},
+		{"an evaluator timeout of the webhook", map[string]any{"webhook": map[string]any{"evalTimeoutMs": 2000}}, "evalTimeoutMs"},
 		{"tenant without subjects", map[string]any{"tenantRBAC": map[string]any{"enabled": true,
 			"tenants": []any{map[string]any{"name": "a", "namespaces": []any{"a"}, "subjects": []any{}}}}}, "subjects"},
 		{"unknown section", map[string]any{"webhooks": map[string]any{}}, "webhooks"},
@@ -326,15 +325,18 @@ func TestGoRuntimeSettings(t *testing.T) {
 		if e["core"] == nil {
 			e["core"] = map[string]any{}
 		}
-		return e["core"].(map[string]any)
+		c := e["core"].(map[string]any)
+		c["enabled"] = true
+		return c
 	}
 	for _, tc := range []struct {
 		name   string
 		values func(map[string]any)
 		want   map[string]string
 	}{
-		{"defaults", func(map[string]any) {}, map[string]string{"webhook": "400/200MiB", "core": "400/200MiB"}},
+		{"defaults", func(v map[string]any) { core(v) }, map[string]string{"webhook": "400/200MiB", "core": "400/200MiB"}},
 		{"webhook set", func(v map[string]any) {
+			core(v)
 			v["webhook"].(map[string]any)["go"] = map[string]any{"gogc": "off", "memoryLimit": "96MiB"}
 		}, map[string]string{"webhook": "off/96MiB", "core": "400/200MiB"}},
 		{"both null", func(v map[string]any) {

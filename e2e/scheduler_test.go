@@ -49,8 +49,8 @@ type enforcement struct {
 
 type enforcementKey struct{}
 
-// TestEnforcement installs xila-guard-core and xila-guard-scheduler with the
-// chart, makes both workers a tenant's pool with mock evidence — the first
+// TestEnforcement installs xila-guard-scheduler (the evaluator linked in)
+// with the chart, makes both workers a tenant's pool with mock evidence — the first
 // compliant, the second time-sliced — and checks the three outcomes of the
 // demo: production refuses mock evidence, lab schedules to the compliant
 // worker only, and a pod pinned to the time-sliced worker stays Pending.

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs, from Debian, the build packages the suite needs when they are
-# missing: clang, llvm and the libbpf headers (eBPF objects), iproute2
-# and iptables (network-namespace and Service tests) and debootstrap (node image). Present ones are
-# left alone.
+# missing: clang and llvm of the major hack/versions.env pins (CLANG_MAJOR)
+# and the libbpf headers (eBPF objects), iproute2 and iptables
+# (network-namespace and Service tests) and debootstrap (node image).
+# Present ones are left alone.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 declare -A probe=(
-  [clang]="command -v clang"
-  [llvm]="command -v llvm-strip"
+  [clang-${CLANG_MAJOR}]="command -v clang-${CLANG_MAJOR}"
+  [llvm-${CLANG_MAJOR}]="command -v llvm-strip-${CLANG_MAJOR}"
   [libbpf-dev]="test -f /usr/include/bpf/bpf_helpers.h"
   [iproute2]="command -v ip"
   [iptables]="command -v ip6tables"

@@ -8,7 +8,12 @@ cd "${REPO_ROOT}"
 
 copy=$(mktemp -d "${TMPDIR:-/tmp}/xg-verify.XXXXXX")
 trap 'rm -rf "${copy}"' EXIT
-git ls-files -z --cached --others --exclude-standard | xargs -0 cp -a --parents -t "${copy}"
+# Tracked files deleted in the working tree are not part of it.
+git ls-files -z --cached --others --exclude-standard |
+  while IFS= read -r -d '' f; do
+    if [[ -e ${f} || -L ${f} ]]; then printf '%s\0' "${f}"; fi
+  done |
+  xargs -0 cp -a --parents -t "${copy}"
 marker="${copy}/.xg-verify-marker"
 touch "${marker}"
 (

@@ -85,9 +85,9 @@ func PlatformOnControlPlane() map[string]any {
 	return map[string]any{
 		"enforcement": map[string]any{
 			"core":      map[string]any{"replicas": 1, "nodeSelector": sel, "tolerations": tol},
-			"scheduler": map[string]any{"evalTimeoutMs": 2000, "nodeSelector": sel, "tolerations": tol},
+			"scheduler": map[string]any{"nodeSelector": sel, "tolerations": tol},
 		},
-		"webhook": map[string]any{"nodeSelector": sel, "tolerations": tol, "evalTimeoutMs": 2000},
+		"webhook": map[string]any{"nodeSelector": sel, "tolerations": tol},
 	}
 }
 

@@ -18,11 +18,6 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- printf "%s/%s:%s" $root.Values.image.registry (index . 1) (include "xila-guard.tag" $root) -}}
 {{- end }}
 
-{{/* The evaluator's in-cluster URL. */}}
-{{- define "xila-guard.coreURL" -}}
-{{- printf "http://xila-guard-core.%s.svc:8080" .Release.Namespace -}}
-{{- end }}
-
 {{/* The restricted security context every container runs with. */}}
 {{- define "xila-guard.securityContext" -}}
 allowPrivilegeEscalation: false

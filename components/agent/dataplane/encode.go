@@ -85,11 +85,6 @@ func prefixLens(policy uint32, keys []bpfobj.XgPeerCidrKey) ([]bpfobj.XgPrefixLe
 	return lk, lv
 }
 
-// cidrFromLPM converts an entry of the trie earlier versions used.
-func cidrFromLPM(k bpfobj.XgPeerLpmKey) bpfobj.XgPeerCidrKey {
-	return bpfobj.XgPeerCidrKey{Policy: k.Policy, Family: uint16(k.Family), Prefixlen: uint16(k.Prefixlen - 64), Addr: k.Addr}
-}
-
 func frontendKey(p netip.Prefix) bpfobj.XgFrontendKey {
 	return bpfobj.XgFrontendKey{Prefixlen: 32 + uint32(p.Bits()), Family: family(p.Addr()), Addr: addr16(p.Masked().Addr())}
 }

@@ -253,10 +253,6 @@ func (d *Dataplane) recover() error {
 		return fmt.Errorf("reading policy id counter: %w", err)
 	}
 	d.nextID = max(counter, firstPolicyID)
-	legacy, err := d.copyLegacyPrefixes()
-	if err != nil {
-		return err
-	}
 
 	group := func(id uint32) *generation {
 		if d.gens[id] == nil {
@@ -329,9 +325,6 @@ func (d *Dataplane) recover() error {
 	if err := d.adoptLinks(); err != nil {
 		return err
 	}
-	if err := d.dropLegacyPrefixes(legacy); err != nil {
-		return err
-	}
 	for _, ifindex := range gone {
 		d.mu.Lock()
 		err := d.removeLocked(ifindex)
@@ -366,68 +359,6 @@ func (d *Dataplane) releaseSlot(id uint32) error {
 	}
 	if err := d.objs.XgPrefixSlots.Put(id%prefixSlots, &bpfobj.XgPrefixSlot{}); err != nil {
 		return fmt.Errorf("clearing prefix slot: %w", err)
-	}
-	return nil
-}
-
-// copyLegacyPrefixes copies the peer prefixes an earlier version kept in a
-// trie into the per-length hashes, with the length sets, so the generations
-// in force keep their CIDRs when the new programs take over. It returns the
-// trie's keys for dropLegacyPrefixes.
-func (d *Dataplane) copyLegacyPrefixes() ([]bpfobj.XgPeerLpmKey, error) {
-	var keys []bpfobj.XgPeerLpmKey
-	var cidr []bpfobj.XgPeerCidrKey
-	var vals []bpfobj.XgPeerValue
-	var lk bpfobj.XgPeerLpmKey
-	var v bpfobj.XgPeerValue
-	it := d.objs.XgPeersLpm.Iterate()
-	for it.Next(&lk, &v) {
-		keys = append(keys, lk)
-		cidr = append(cidr, cidrFromLPM(lk))
-		vals = append(vals, v)
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("reading legacy peer prefixes: %w", err)
-	}
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	if err := putAll(d.objs.XgPeersCidr, cidr, vals); err != nil {
-		return nil, err
-	}
-	byPolicy := map[uint32][]bpfobj.XgPeerCidrKey{}
-	for _, k := range cidr {
-		byPolicy[k.Policy] = append(byPolicy[k.Policy], k)
-	}
-	for policy, ks := range byPolicy {
-		lk, lv := prefixLens(policy, ks)
-		for i := range lk {
-			if err := d.objs.XgPrefixLens.Put(lk[i], &lv[i]); err != nil {
-				return nil, fmt.Errorf("adding prefix lengths: %w", err)
-			}
-		}
-		// A slot the policy holds would hide the lengths just added.
-		if err := d.releaseSlot(policy); err != nil {
-			return nil, err
-		}
-	}
-	return keys, nil
-}
-
-// dropLegacyPrefixes empties the trie once no program reads it any more.
-func (d *Dataplane) dropLegacyPrefixes(keys []bpfobj.XgPeerLpmKey) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	if err := d.barrier.wait(); err != nil {
-		return err
-	}
-	var errs []error
-	for _, k := range keys {
-		errs = append(errs, ignoreMissing(d.objs.XgPeersLpm.Delete(k)))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("deleting legacy peer prefixes: %w", err)
 	}
 	return nil
 }

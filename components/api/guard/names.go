@@ -63,22 +63,20 @@ const (
 	EventReasonPolicyViolation = "GuardPolicyViolation"
 )
 
-// Environment variables read by the scheduler plugin, and their defaults.
+// Environment variables read by the scheduler plugin.
 const (
-	// EnvCoreURL is the evaluator's base URL.
-	EnvCoreURL = "XILAGUARD_CORE_URL"
-	// DefaultCoreURL is used when EnvCoreURL is unset.
-	DefaultCoreURL = "http://127.0.0.1:8080"
-
 	// EnvEnforceAcceptMock asks the evaluator for the lab profile, under
 	// which mock evidence is accepted as simulated integration.
 	EnvEnforceAcceptMock = "XILAGUARD_ENFORCE_ACCEPT_MOCK"
 
-	// EnvEvalTimeoutMS bounds one evaluator call, in milliseconds.
-	EnvEvalTimeoutMS = "XILAGUARD_EVAL_TIMEOUT_MS"
-	// DefaultEvalTimeout is used when EnvEvalTimeoutMS is unset.
-	DefaultEvalTimeout = 800 * time.Millisecond
-
 	// EnvPoolLabel overrides the node label that defines pools.
 	EnvPoolLabel = "XILAGUARD_POOL_LABEL"
+)
+
+// Defaults of callers of a xila-guard-core over HTTP.
+const (
+	// DefaultCoreURL is the base URL of a xila-guard-core on the same host.
+	DefaultCoreURL = "http://127.0.0.1:8080"
+	// DefaultEvalTimeout bounds one call to a xila-guard-core.
+	DefaultEvalTimeout = 800 * time.Millisecond
 )

@@ -160,7 +160,7 @@ func TestEvaluateFailsClosed(t *testing.T) {
 			handler: serveRaw(200, "application/json", `{"profile":"production","pod":{"decision":"allow","reasons":[],"message":""},`+
 				`"results":[{"node":"a","decision":"deny","decision":"allow","reasons":[],"message":""},`+
 				`{"node":"b","decision":"deny","reasons":[],"message":""}]}`)},
-		{name: "null where a value is required", want: ErrMalformedResponse, wantMsg: "null is not allowed",
+		{name: "null where a value is required", want: ErrMalformedResponse, wantMsg: `pod decision "" is not allow, deny or indeterminate`,
 			handler: serveRaw(200, "application/json", `{"profile":"production","pod":{"decision":null}}`)},
 		{name: "no results at all", handler: serveJSON(200, answer()), want: ErrMalformedResponse},
 		{name: "duplicate result", handler: serveJSON(200, answer(result("a", guard.DecisionDeny), result("a", guard.DecisionAllow), result("b", guard.DecisionAllow))),
@@ -298,5 +298,26 @@ func TestNew(t *testing.T) {
 				t.Errorf("endpoint = %q, want %q", c.endpoint, tc.want)
 			}
 		})
+	}
+}
+
+// TestRefusedAnswersQuoteWhatWasSent checks that a refused answer's error
+// quotes what the evaluator sent.
+func TestRefusedAnswersQuoteWhatWasSent(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"profile":"production","evaluatedAt":"2026-03-01T12:00:00Z","pod":{"decision":"allow","reasons":[],"message":""},` +
+			`"results":[{"node":"a","decision":"maybe","reasons":[],"message":""},{"node":"b","decision":"deny","reasons":[],"message":""}]}`,
+			`decision "maybe"`},
+		{`{"profile":"strict","evaluatedAt":"2026-03-01T12:00:00Z","pod":{"decision":"allow","reasons":[],"message":""},"results":[]}`,
+			`profile "strict"`},
+		{`{"profile":"production","evaluatedAt":"2026-03-01T12:00:00Z","pod":{"decision":"allow","reasons":[],"message":""},` +
+			`"results":[{"node":"zed","decision":"deny","reasons":[],"message":""},{"node":"a","decision":"deny","reasons":[],"message":""}]}`,
+			`node "zed"`},
+	} {
+		c := newTestClient(t, serveRaw(http.StatusOK, "application/json", tc.body))
+		_, err := c.Evaluate(context.Background(), twoNodeRequest())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Evaluate() error = %v, want one quoting %s", err, tc.want)
+		}
 	}
 }

@@ -45,11 +45,16 @@ type Evaluator struct {
 	profile guard.Profile
 	clock   Clock
 	skew    time.Duration
+	// memoNodes and parallelNodes are memoNodesDefault and
+	// parallelNodesDefault; tests lower or raise them to take each path
+	// with few nodes.
+	memoNodes, parallelNodes int
 }
 
 // New returns an Evaluator, or an error when the options are invalid.
 func New(opts Options) (*Evaluator, error) {
-	e := &Evaluator{profile: opts.Profile, clock: opts.Clock, skew: opts.ClockSkew}
+	e := &Evaluator{profile: opts.Profile, clock: opts.Clock, skew: opts.ClockSkew,
+		memoNodes: memoNodesDefault, parallelNodes: parallelNodesDefault}
 	if e.profile == "" {
 		e.profile = guard.ProfileProduction
 	}
@@ -75,15 +80,6 @@ func (e *Evaluator) Profile() guard.Profile { return e.profile }
 // wire.EvaluateRequest.Validate; if it has not, Evaluate still never
 // panics and never allows on facts it cannot interpret.
 func (e *Evaluator) Evaluate(req *wire.EvaluateRequest) *wire.EvaluateResponse {
-	resp := new(wire.EvaluateResponse)
-	e.EvaluateInto(req, resp)
-	return resp
-}
-
-// EvaluateInto is Evaluate writing the answer into resp, which it
-// overwrites entirely; resp's list of results is reused when it is large
-// enough, so that a server answering many requests allocates it once.
-func (e *Evaluator) EvaluateInto(req *wire.EvaluateRequest, resp *wire.EvaluateResponse) {
 	now := e.clock.Now()
 	profile := e.profile
 	switch req.Profile {
@@ -94,28 +90,26 @@ func (e *Evaluator) EvaluateInto(req *wire.EvaluateRequest, resp *wire.EvaluateR
 		profile = guard.ProfileProduction
 	}
 	in := newInput(req, profile, now, e.skew)
-	results := resp.Results[:0]
-	if results == nil || cap(results) < len(req.Nodes) {
-		results = make([]wire.NodeResult, 0, len(req.Nodes))
-	}
-	*resp = wire.EvaluateResponse{
+	resp := &wire.EvaluateResponse{
 		Profile:     profile,
 		EvaluatedAt: metav1.NewTime(now),
 		Pod:         in.podVerdict(),
-		Results:     results[:len(req.Nodes)],
+		Results:     make([]wire.NodeResult, len(req.Nodes)),
 	}
-	in.nodes(req.Nodes, resp.Results, &resp.Pod)
+	in.nodes(req.Nodes, resp.Results, &resp.Pod, e.memoNodes, e.parallelNodes)
+	return resp
 }
 
-// parallelNodes is how many nodes make it worth evaluating a request on
-// more than one CPU: below it, starting goroutines costs more than it
-// saves.
-var parallelNodes = 1024
+// parallelNodesDefault is how many nodes make it worth evaluating a
+// request on more than one CPU: below it, starting goroutines costs more
+// than it saves.
+const parallelNodesDefault = 1024
 
 // nodes decides every node into results. Nodes are independent and the
-// input is read-only, so a large request is cut into one run of nodes per
-// CPU; the answer is the same as one decided in order.
-func (in *input) nodes(nodes []wire.Node, results []wire.NodeResult, pod *wire.Verdict) {
+// input is read-only, so a request of parallelNodes or more is cut into
+// one run of nodes per CPU, and one of memoNodes or more remembers its
+// messages; the answer is the same as one decided in order.
+func (in *input) nodes(nodes []wire.Node, results []wire.NodeResult, pod *wire.Verdict, memoNodes, parallelNodes int) {
 	if len(nodes) >= memoNodes {
 		in = in.withMemo()
 	}

@@ -124,33 +124,6 @@ func TestEvaluateIsDeterministic(t *testing.T) {
 	}
 }
 
-// TestEvaluateIntoReusesNothingStale evaluates every rule case into one
-// answer, bigger and smaller requests in turn: each answer must equal a
-// fresh evaluation, with nothing left over from the one before.
-func TestEvaluateIntoReusesNothingStale(t *testing.T) {
-	e := newEvaluator(guard.ProfileLab)
-	var resp wire.EvaluateResponse
-	size := 0
-	for _, cases := range allRuleCases() {
-		for _, tc := range cases {
-			req := request(poolNode(compliantState()))
-			if tc.req != nil {
-				tc.req(req)
-			}
-			size = (size + 2) % 4 // 0, 2 extra nodes, 0, ...
-			for i := range size {
-				extra := poolNode(compliantState())
-				extra.Name = fmt.Sprintf("extra-%d", i)
-				req.Nodes = append(req.Nodes, extra)
-			}
-			e.EvaluateInto(req, &resp)
-			if diff := cmp.Diff(e.Evaluate(req), &resp); diff != "" {
-				t.Errorf("%s: reused answer differs from a fresh one (-fresh +reused):\n%s", tc.name, diff)
-			}
-		}
-	}
-}
-
 // TestEvaluateInParallel decides a large request with mixed answers on
 // several CPUs and one at a time: the answers must be identical.
 func TestEvaluateInParallel(t *testing.T) {
@@ -170,9 +143,7 @@ func TestEvaluateInParallel(t *testing.T) {
 		}
 	}
 	parallel := e.Evaluate(req)
-	defer func(n int) { parallelNodes = n }(parallelNodes)
-	parallelNodes = len(req.Nodes) + 1
-	sequential := e.Evaluate(req)
+	sequential := tuned(e, e.memoNodes, len(req.Nodes)+1).Evaluate(req)
 	if diff := cmp.Diff(sequential, parallel); diff != "" {
 		t.Fatalf("parallel answer differs (-sequential +parallel):\n%s", diff)
 	}
@@ -249,7 +220,7 @@ func TestQuote(t *testing.T) {
 // evidence.
 func TestMemoChangesNoAnswer(t *testing.T) {
 	e := newEvaluator(guard.ProfileLab)
-	req := benchdata.Request(3*memoNodes, 1, now)
+	req := benchdata.Request(3*memoNodesDefault, 1, now)
 	modes := []v1alpha1.GPUSharingMode{v1alpha1.SharingExclusive, v1alpha1.SharingTimeSlicing, v1alpha1.SharingMPS, v1alpha1.SharingMIG}
 	sources := []v1alpha1.EvidenceSource{v1alpha1.SourceAttested, v1alpha1.SourceNFD, v1alpha1.SourceMock}
 	for i := range req.Nodes {
@@ -287,4 +258,12 @@ func TestMemoChangesNoAnswer(t *testing.T) {
 			t.Fatalf("node %d: reasons %v have spare capacity %d, which an append would share", i, r, cap(r))
 		}
 	}
+}
+
+// tuned is a copy of e that remembers messages from memo nodes on and uses
+// several CPUs from parallel nodes on.
+func tuned(e *Evaluator, memo, parallel int) *Evaluator {
+	c := *e
+	c.memoNodes, c.parallelNodes = memo, parallel
+	return &c
 }

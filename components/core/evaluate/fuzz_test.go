@@ -42,7 +42,6 @@ func FuzzEvaluate(f *testing.F) {
 // happens: every node must get the same answer both ways.
 func checkLargeMatchesAlone(t *testing.T, e *Evaluator, req *wire.EvaluateRequest) {
 	t.Helper()
-	defer func(m, p int) { memoNodes, parallelNodes = m, p }(memoNodes, parallelNodes)
 	large := *req
 	large.Nodes = nil
 	for round := range 3 {
@@ -63,8 +62,7 @@ func checkLargeMatchesAlone(t *testing.T, e *Evaluator, req *wire.EvaluateReques
 			large.Nodes = append(large.Nodes, n)
 		}
 	}
-	memoNodes, parallelNodes = 1, 1
-	checkEachAlone(t, e, &large, e.Evaluate(&large))
+	checkEachAlone(t, e, &large, tuned(e, 1, 1).Evaluate(&large))
 }
 
 // checkEachAlone decides every node of req in a request of its own, with
@@ -72,8 +70,7 @@ func checkLargeMatchesAlone(t *testing.T, e *Evaluator, req *wire.EvaluateReques
 // node's result in whole, the answer to req. It returns the answers alone.
 func checkEachAlone(t *testing.T, e *Evaluator, req *wire.EvaluateRequest, whole *wire.EvaluateResponse) []wire.NodeResult {
 	t.Helper()
-	defer func(m, p int) { memoNodes, parallelNodes = m, p }(memoNodes, parallelNodes)
-	memoNodes, parallelNodes = math.MaxInt, math.MaxInt
+	e = tuned(e, math.MaxInt, math.MaxInt)
 	out := make([]wire.NodeResult, len(req.Nodes))
 	for i := range req.Nodes {
 		alone := *req

@@ -7,11 +7,11 @@ import (
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
-// memoNodes is how many nodes make it worth remembering messages: in a
-// large request most nodes are in one of a few situations, and building
-// their messages once each instead of once per node is most of what the
-// evaluator would otherwise allocate.
-var memoNodes = 64
+// memoNodesDefault is how many nodes make it worth remembering messages:
+// in a large request most nodes are in one of a few situations, and
+// building their messages once each instead of once per node is most of
+// what the evaluator would otherwise allocate.
+const memoNodesDefault = 64
 
 // memo remembers, for one run of nodes, the messages it has built. Nodes
 // in the same situation then share a message, and a refusal for a single

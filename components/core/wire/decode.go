@@ -1,15 +1,17 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
-	"github.com/xila-guard/xila-guard/components/core/internal/strictjson"
 )
 
 // maxReportedErrors bounds how many field errors one answer lists, so that
@@ -52,63 +54,139 @@ type Limits struct {
 	MaxNodes int
 }
 
-// DecodeEvaluateRequest decodes and validates a request body. A malformed
-// body yields a *RequestError that names the offending field; any other
-// error is the server's fault.
+// DecodeEvaluateRequest decodes and validates a request body. Decoding is
+// strict, as the API server's is: unknown and duplicate fields are
+// refused, names are matched case-sensitively, and nothing may follow the
+// body. A malformed body yields a *RequestError that names the offending
+// field; any other error is the server's fault.
 func DecodeEvaluateRequest(body []byte, limits Limits) (*EvaluateRequest, error) {
-	// One copy of the body, that the request's strings are cut from.
-	return DecodeEvaluateRequestString(string(body), limits)
-}
-
-// DecodeEvaluateRequestString is DecodeEvaluateRequest for a body held in
-// a string, which spares the copy; the request's strings share its memory.
-func DecodeEvaluateRequestString(body string, limits Limits) (*EvaluateRequest, error) {
-	var d RequestDecoder
-	return d.Decode(body, limits)
-}
-
-// A RequestDecoder decodes and validates requests as DecodeEvaluateRequest
-// does, into memory it keeps for the next request: once it has seen a
-// request of some size, decoding another of that size allocates next to
-// nothing. The request Decode returns, and every list and pointer in it,
-// belong to the decoder and are valid until its next Decode; its strings
-// share the body's memory. A RequestDecoder is not safe for concurrent
-// use; the zero value is ready.
-type RequestDecoder struct {
-	d    requestDecoder
-	seen map[string]struct{}
-}
-
-// Decode decodes and validates body. A malformed body yields a
-// *RequestError that names the offending field. Nothing of a previous
-// request survives into the result.
-func (d *RequestDecoder) Decode(body string, limits Limits) (*EvaluateRequest, error) {
-	req, err := d.d.decode(body)
+	var req EvaluateRequest
+	strict, err := kjson.UnmarshalStrict(body, &req, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err != nil {
-		return nil, requestError(err)
+		return nil, &RequestError{Errors: []FieldError{locate(body, err)}}
 	}
-	if d.seen == nil {
-		d.seen = make(map[string]struct{}, len(req.Nodes))
+	if len(strict) > 0 {
+		return nil, strictError(strict)
 	}
-	errs := req.validate(limits, d.seen)
-	clear(d.seen)
-	if len(errs) > 0 {
+	if errs := req.Validate(limits); len(errs) > 0 {
 		return nil, newRequestError(errs)
 	}
-	return req, nil
+	return &req, nil
 }
 
-// requestError turns a decoding error into a *RequestError.
-func requestError(err error) error {
-	var se *strictjson.Error
-	if !errors.As(err, &se) {
-		return fmt.Errorf("decoding request: %w", err)
+// DecodeEvaluateResponse decodes an answer. Members a newer evaluator may
+// add are skipped; duplicate members and malformed JSON are refused.
+// Whether the answer adds up is the caller's to check (package client).
+func DecodeEvaluateResponse(body []byte) (*EvaluateResponse, error) {
+	var resp EvaluateResponse
+	strict, err := kjson.UnmarshalStrict(body, &resp, kjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the answer: %w", err)
 	}
-	detail := se.Msg
-	if se.Path == "" {
-		detail = se.Error()
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("decoding the answer: %w", strictError(strict))
 	}
-	return &RequestError{Errors: []FieldError{{Field: se.Path, Detail: detail}}}
+	return &resp, nil
+}
+
+// locate names the member of a refused body that the error is about. The
+// decoder names a value of the wrong type by its field names without list
+// indices, and a malformed timestamp or duration not at all; on this path
+// only, the body is decoded again member by member, down to the innermost
+// one that fails.
+func locate(body []byte, err error) FieldError {
+	if isSyntax, _ := kjson.SyntaxErrorOffset(err); isSyntax {
+		return syntaxError(err)
+	}
+	path, inner := innermost("", body, reflect.TypeFor[EvaluateRequest]())
+	if inner == nil {
+		return syntaxError(err)
+	}
+	fe := syntaxError(inner)
+	if fe.Field != "" {
+		path = joinPath(path, fe.Field)
+	}
+	fe.Field = path
+	return fe
+}
+
+// innermost decodes raw as a typ and returns the path of the innermost
+// member that does not decode, with its error; nil when raw decodes.
+func innermost(path string, raw []byte, typ reflect.Type) (string, error) {
+	err := json.Unmarshal(raw, reflect.New(typ).Interface())
+	if err == nil {
+		return "", nil
+	}
+	for typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	if reflect.PointerTo(typ).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		return path, err
+	}
+	switch typ.Kind() {
+	case reflect.Struct:
+		var members map[string]json.RawMessage
+		if json.Unmarshal(raw, &members) != nil {
+			return path, err
+		}
+		for f := range typ.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if m, ok := members[name]; ok && name != "" && name != "-" {
+				if p, e := innermost(joinPath(path, name), m, f.Type); e != nil {
+					return p, e
+				}
+			}
+		}
+	case reflect.Slice:
+		var elems []json.RawMessage
+		if json.Unmarshal(raw, &elems) != nil {
+			return path, err
+		}
+		for i, e := range elems {
+			if p, e := innermost(fmt.Sprintf("%s[%d]", path, i), e, typ.Elem()); e != nil {
+				return p, e
+			}
+		}
+	}
+	return path, err
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// syntaxError describes a body that is not JSON of the request's shape,
+// naming the field when the decoder knows it.
+func syntaxError(err error) FieldError {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		return FieldError{Field: typ.Field, Detail: fmt.Sprintf("must be %s, not a JSON %s", typ.Type, typ.Value)}
+	}
+	if isSyntax, offset := kjson.SyntaxErrorOffset(err); isSyntax {
+		return FieldError{Detail: fmt.Sprintf("malformed JSON at byte %d: %s", offset, strings.TrimPrefix(err.Error(), "json: "))}
+	}
+	return FieldError{Detail: strings.TrimPrefix(err.Error(), "json: ")}
+}
+
+// strictError lists the unknown and duplicate fields of a body.
+func strictError(errs []error) *RequestError {
+	re := &RequestError{}
+	for i, err := range errs {
+		if i == maxReportedErrors {
+			re.Omitted = len(errs) - i
+			break
+		}
+		fe := FieldError{Detail: err.Error()}
+		if p, ok := err.(interface{ FieldPath() string }); ok {
+			fe.Field = p.FieldPath()
+			fe.Detail, _, _ = strings.Cut(err.Error(), " \"")
+		}
+		re.Errors = append(re.Errors, fe)
+	}
+	return re
 }
 
 func newRequestError(errs field.ErrorList) *RequestError {
@@ -126,11 +204,6 @@ func newRequestError(errs field.ErrorList) *RequestError {
 // Validate checks a decoded request: the same rules as the CRDs for the
 // policy and the evidence, plus the request's own.
 func (r *EvaluateRequest) Validate(limits Limits) field.ErrorList {
-	return r.validate(limits, make(map[string]struct{}, len(r.Nodes)))
-}
-
-// validate is Validate with an empty set to find duplicate node names.
-func (r *EvaluateRequest) validate(limits Limits, seen map[string]struct{}) field.ErrorList {
 	var errs field.ErrorList
 	if r.Profile != "" && !r.Profile.IsValid() {
 		errs = append(errs, field.NotSupported(field.NewPath("profile"), r.Profile, profileNames()))
@@ -152,6 +225,7 @@ func (r *EvaluateRequest) validate(limits Limits, seen map[string]struct{}) fiel
 	if limits.MaxNodes > 0 && len(r.Nodes) > limits.MaxNodes {
 		return append(errs, field.TooMany(nodes, len(r.Nodes), limits.MaxNodes))
 	}
+	seen := make(map[string]struct{}, len(r.Nodes))
 	for i := range r.Nodes {
 		n := &r.Nodes[i]
 		errs = append(errs, validateNode(n, nodes, i)...)

@@ -45,7 +45,7 @@ func ParseFlags(args []string, out io.Writer) (*Options, error) {
 	fs.SetOutput(out)
 	var profile string
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses in-cluster config or $KUBECONFIG")
-	fs.StringVar(&o.CoreURL, "core-url", guard.DefaultCoreURL, "base URL of xila-guard-core, or "+InProcess+" to run the evaluator library in this process")
+	fs.StringVar(&o.CoreURL, "core-url", InProcess, InProcess+" runs the evaluator library in this process; or the base URL of a xila-guard-core")
 	fs.DurationVar(&o.EvalTimeout, "eval-timeout", guard.DefaultEvalTimeout, "bound on one evaluator call")
 	fs.StringVar(&profile, "profile", string(guard.ProfileProduction), "evaluator profile to ask for: production or lab")
 	fs.BoolVar(&o.MockEvidence, "mock-evidence", false, "lab only: publish guard.xila.us/mock-* node labels as mock evidence")

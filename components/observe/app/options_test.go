@@ -12,11 +12,11 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	defaults := Options{CoreURL: guard.DefaultCoreURL, EvalTimeout: guard.DefaultEvalTimeout, Profile: guard.ProfileProduction,
+	defaults := Options{CoreURL: InProcess, EvalTimeout: guard.DefaultEvalTimeout, Profile: guard.ProfileProduction,
 		PublishEvidence: true, TaintPools: true, ComplianceLabels: true, RefreshPeriod: time.Minute, Resync: 2 * time.Minute, Workers: 8,
 		MetricsAddr: ":9090", ProbeAddr: ":9091", LeaderElect: true}
 	lab := defaults
-	lab.Profile, lab.MockEvidence, lab.CoreURL, lab.ReportFile = guard.ProfileLab, true, InProcess, "/var/log/guard.jsonl"
+	lab.Profile, lab.MockEvidence, lab.CoreURL, lab.ReportFile = guard.ProfileLab, true, "http://core:8080", "/var/log/guard.jsonl"
 	cases := []struct {
 		name    string
 		args    []string
@@ -24,7 +24,7 @@ func TestParseFlags(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", want: &defaults},
-		{name: "lab", args: []string{"--profile=lab", "--mock-evidence", "--core-url=in-process", "--report-file=/var/log/guard.jsonl"}, want: &lab},
+		{name: "lab", args: []string{"--profile=lab", "--mock-evidence", "--core-url=http://core:8080", "--report-file=/var/log/guard.jsonl"}, want: &lab},
 		{name: "no compliance labels", args: []string{"--compliance-labels=false"}, want: func() *Options { o := defaults; o.ComplianceLabels = false; return &o }()},
 		{name: "mock evidence needs lab", args: []string{"--mock-evidence"}, wantErr: "--mock-evidence needs"},
 		{name: "unknown profile", args: []string{"--profile=staging"}, wantErr: "--profile"},

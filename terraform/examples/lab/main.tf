@@ -35,7 +35,7 @@ variable "orchestrator_profiles" {
 
 locals {
   # The images the enabled features run; each is loaded into every node.
-  components = ["core", "scheduler", "webhook"]
+  components = ["scheduler", "webhook"]
 }
 
 module "xila_guard" {
@@ -49,12 +49,8 @@ module "xila_guard" {
   features              = { enforcement = true }
   orchestrator_profiles = var.orchestrator_profiles
   values = {
-    enforcement = {
-      profile = "lab"
-      # One evaluator is enough on a laptop-sized lab.
-      core = { replicas = 1 }
-    }
-    webhook = { replicas = 1 }
+    enforcement = { profile = "lab" }
+    webhook     = { replicas = 1 }
   }
 }
 

@@ -238,7 +238,7 @@ output "orchestrator_profiles" { value = module.lab.orchestrator_profiles }
 	}
 	cs := clientFor(t, outputString(t, out, "kubeconfig"))
 	checkCRDs(t, cs)
-	checkPlatformReady(ctx, t, cs, []string{"xila-guard-core", "xila-guard-scheduler", "xila-guard-webhook"})
+	checkPlatformReady(ctx, t, cs, []string{"xila-guard-scheduler", "xila-guard-webhook"})
 	checkIntegrations(ctx, t, cs, []string{"volcano", "kai"}, []string{"kueue"})
 
 	changed, err := tf.Plan(ctx, tfexec.Var(`orchestrator_profiles=["volcano","kai"]`))
@@ -273,7 +273,7 @@ output "orchestrator_profiles" { value = module.lab.orchestrator_profiles }
 		t.Errorf("output release after the upgrade = %v, want deployed revision 2", release)
 	}
 	checkIntegrations(ctx, t, cs, []string{"volcano", "kueue"}, []string{"kai"})
-	checkPlatformReady(ctx, t, cs, []string{"xila-guard-core", "xila-guard-scheduler", "xila-guard-webhook"})
+	checkPlatformReady(ctx, t, cs, []string{"xila-guard-scheduler", "xila-guard-webhook"})
 
 	start = time.Now()
 	if err := tf.Destroy(ctx, tfexec.Var(`orchestrator_profiles=["volcano","kueue"]`)); err != nil {

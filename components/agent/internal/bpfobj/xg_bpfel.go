@@ -72,14 +72,6 @@ type XgPeerKey struct {
 	Addr   [16]uint8
 }
 
-type XgPeerLpmKey struct {
-	_         structs.HostLayout
-	Prefixlen uint32
-	Policy    uint32
-	Family    uint32
-	Addr      [16]uint8
-}
-
 type XgPeerValue struct {
 	_       structs.HostLayout
 	Portset uint32
@@ -148,7 +140,6 @@ const (
 	XgMapXgFrontends   = "xg_frontends"
 	XgMapXgPeers       = "xg_peers"
 	XgMapXgPeersCidr   = "xg_peers_cidr"
-	XgMapXgPeersLpm    = "xg_peers_lpm"
 	XgMapXgPortsets    = "xg_portsets"
 	XgMapXgPrefixLens  = "xg_prefix_lens"
 	XgMapXgPrefixSlots = "xg_prefix_slots"
@@ -217,7 +208,6 @@ type XgMapSpecs struct {
 	XgFrontends   *ebpf.MapSpec `ebpf:"xg_frontends"`
 	XgPeers       *ebpf.MapSpec `ebpf:"xg_peers"`
 	XgPeersCidr   *ebpf.MapSpec `ebpf:"xg_peers_cidr"`
-	XgPeersLpm    *ebpf.MapSpec `ebpf:"xg_peers_lpm"`
 	XgPortsets    *ebpf.MapSpec `ebpf:"xg_portsets"`
 	XgPrefixLens  *ebpf.MapSpec `ebpf:"xg_prefix_lens"`
 	XgPrefixSlots *ebpf.MapSpec `ebpf:"xg_prefix_slots"`
@@ -258,7 +248,6 @@ type XgMaps struct {
 	XgFrontends   *ebpf.Map `ebpf:"xg_frontends"`
 	XgPeers       *ebpf.Map `ebpf:"xg_peers"`
 	XgPeersCidr   *ebpf.Map `ebpf:"xg_peers_cidr"`
-	XgPeersLpm    *ebpf.Map `ebpf:"xg_peers_lpm"`
 	XgPortsets    *ebpf.Map `ebpf:"xg_portsets"`
 	XgPrefixLens  *ebpf.Map `ebpf:"xg_prefix_lens"`
 	XgPrefixSlots *ebpf.Map `ebpf:"xg_prefix_slots"`
@@ -274,7 +263,6 @@ func (m *XgMaps) Close() error {
 		m.XgFrontends,
 		m.XgPeers,
 		m.XgPeersCidr,
-		m.XgPeersLpm,
 		m.XgPortsets,
 		m.XgPrefixLens,
 		m.XgPrefixSlots,

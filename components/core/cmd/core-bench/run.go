@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,7 +22,6 @@ import (
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/internal/benchdata"
 	"github.com/xila-guard/xila-guard/components/core/internal/server"
-	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
 type config struct {
@@ -196,7 +196,10 @@ func size(n int) string {
 // measure sends the warm-up and then the measured requests of one size.
 func measure(ctx context.Context, c *client.Client, cfg *config, nodes int, served *serverTimes) (*sample, error) {
 	req := benchdata.Request(nodes, cfg.gpus, time.Now())
-	body := wire.AppendRequest(nil, req)
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
 	for range cfg.warmup {
 		if _, err := c.Evaluate(ctx, req); err != nil {
 			return nil, err
@@ -224,7 +227,7 @@ func measure(ctx context.Context, c *client.Client, cfg *config, nodes int, serv
 			}
 		})
 	}
-	var err error
+	err = nil
 feed:
 	for i := range cfg.requests {
 		select {

@@ -16,11 +16,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/version"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/internal/server"
-	"github.com/xila-guard/xila-guard/components/core/internal/tlsreload"
 )
 
 // Main runs the command with the process's arguments until SIGTERM or
@@ -87,13 +90,21 @@ func serve(ctx context.Context, o *options, ln net.Listener, logger *slog.Logger
 	defer cancel()
 	scheme := "http"
 	if o.tlsCertFile != "" {
-		reloader, err := tlsreload.New(o.tlsCertFile, o.tlsKeyFile, logger)
+		// The certificate watcher logs through controller-runtime's logger.
+		ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler()))
+		watcher, err := certwatcher.New(o.tlsCertFile, o.tlsKeyFile)
 		if err != nil {
 			ln.Close()
-			return err
+			return fmt.Errorf("loading the serving certificate: %w", err)
 		}
-		go reloader.Run(ctx, o.tlsReloadInterval)
-		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: reloader.GetCertificate}
+		watcher = watcher.WithWatchInterval(o.tlsReloadInterval)
+		go func() {
+			if err := watcher.Start(ctx); err != nil {
+				logger.Error("watching the serving certificate failed; stopping", "err", err)
+				cancel()
+			}
+		}()
+		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: watcher.GetCertificate}
 		ln = tls.NewListener(ln, hs.TLSConfig)
 		scheme = "https"
 	}

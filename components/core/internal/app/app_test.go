@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xila-guard/xila-guard/components/api/testcert"
 	"github.com/xila-guard/xila-guard/components/api/version"
-	"github.com/xila-guard/xila-guard/components/core/internal/testcert"
 )
 
 // logBuffer collects the JSON log lines of a running server.
@@ -247,7 +247,7 @@ func TestRunReloadsCertificate(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	logs.find(t, "TLS certificate reloaded")
+	logs.find(t, "Updated current TLS certificate")
 	if line := logs.find(t, "serving"); line["scheme"] != "https" {
 		t.Errorf("serving line %v, want scheme https", line)
 	}
@@ -267,7 +267,7 @@ func TestRunFails(t *testing.T) {
 	}{
 		{"address in use", []string{"--listen", busy.Addr().String()}, "listening on " + busy.Addr().String()},
 		{"missing certificate", []string{"--listen", "127.0.0.1:0", "--tls-cert-file", dir + "/no.crt", "--tls-key-file", dir + "/no.key"},
-			"reading TLS certificate"},
+			"loading the serving certificate"},
 		{"bad flag", []string{"--profile", "staging"}, "--profile"},
 	}
 	for _, tc := range cases {

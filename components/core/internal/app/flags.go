@@ -41,7 +41,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		"evaluation profile: production never accepts mock evidence; lab accepts it as simulated integration")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM certificate; with --tls-key-file serves HTTPS, reloading the pair when the files change")
 	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
-	fs.DurationVar(&o.tlsReloadInterval, "tls-reload-interval", 10*time.Second, "how often to check the TLS files for changes")
+	fs.DurationVar(&o.tlsReloadInterval, "tls-reload-interval", 10*time.Second, "how often the TLS files are read again, besides when they change")
 	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", 16<<20, "largest request body accepted; larger ones get 413")
 	fs.IntVar(&o.maxNodes, "max-nodes", 10000, "most candidate nodes in one request; 0 for no limit")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 5*time.Second, "time allowed to read request headers")

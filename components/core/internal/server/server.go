@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"runtime"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -40,11 +39,8 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
-	// exchanges keeps the memory of finished requests for the next; as
-	// many as there are CPUs to decode them on.
-	exchanges exchanges
-	ready     atomic.Bool
-	mux       *http.ServeMux
+	ready   atomic.Bool
+	mux     *http.ServeMux
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -60,8 +56,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(cfg.Registry), mux: http.NewServeMux(),
-		exchanges: newExchanges(runtime.GOMAXPROCS(0))}
+	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(cfg.Registry), mux: http.NewServeMux()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -12,7 +12,7 @@ type timer struct{ sum, count float64 }
 
 // timers reads the histograms that show where a cycle's time goes, keyed
 // by a short name: the scheduling algorithm (PreFilter to Score), the
-// extension points around binding, and the plugin's evaluator calls.
+// extension points around binding, and the plugin's evaluations.
 func timers() map[string]timer {
 	out := map[string]timer{}
 	families, err := legacyregistry.DefaultGatherer.Gather()
@@ -63,7 +63,7 @@ func meansSince(before map[string]timer) map[string]time.Duration {
 }
 
 // breakdownKeys orders the breakdown's columns.
-var breakdownKeys = []string{"algorithm", "PreFilter", "evaluator@PreFilter", "evaluator@Filter", "PreBind", "evaluator@PreBind", "Bind"}
+var breakdownKeys = []string{"algorithm", "PreFilter", "evaluator@PreFilter", "PreBind", "evaluator@PreBind", "Bind"}
 
 func breakdownHeader() string {
 	return "| variant | " + strings.Join(breakdownKeys, " | ") + " |"

@@ -12,7 +12,7 @@ import (
 const clockTick = 10 * time.Millisecond
 
 // cpuTime returns the CPU time used so far by this process — the
-// scheduler — and its children: kube-apiserver, etcd and xila-guard-core.
+// scheduler — and its children: kube-apiserver and etcd.
 // On a busy machine it tells the cost of a pod better than the wall clock.
 func cpuTime() time.Duration {
 	self := os.Getpid()

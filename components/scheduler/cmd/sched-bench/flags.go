@@ -16,7 +16,7 @@ type options struct {
 	pacedRate                       float64
 	variants                        []string
 	runs                            int
-	assets, crds, coreBin           string
+	assets, crds                    string
 	qps                             int
 	profileDir                      string
 }
@@ -31,11 +31,10 @@ func parseFlags(args []string) (*options, error) {
 	fs.Float64Var(&o.protected, "protected", 0.5, "share of the pods that belong to a tenant")
 	fs.IntVar(&o.pacedPods, "paced-pods", 300, "pods created at a steady rate after the others, for the latency from creation to bind")
 	fs.Float64Var(&o.pacedRate, "paced-rate", 25, "pods per second for --paced-pods")
-	variants := fs.String("variants", "plugin,every-cycle,stock,per-node", "variants to run, in order")
+	variants := fs.String("variants", "plugin,every-cycle,stock", "variants to run, in order")
 	fs.IntVar(&o.runs, "runs", 1, "runs of each variant; the table shows the median run by throughput")
 	fs.StringVar(&o.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver and etcd (default $KUBEBUILDER_ASSETS, or _output/envtest)")
 	fs.StringVar(&o.crds, "crds", "components/api/config/crd", "directory with the guard CRDs")
-	fs.StringVar(&o.coreBin, "core-bin", "_output/bin/xila-guard-core", "xila-guard-core binary")
 	fs.StringVar(&o.profileDir, "cpu-profile-dir", "", "write a CPU profile of this process (the scheduler) during each run's burst to <dir>/<variant>-<round>.pprof")
 	fs.IntVar(&o.qps, "qps", 5000, "the scheduler's API client QPS and burst, alike for every variant")
 	if err := fs.Parse(args); err != nil {
@@ -56,9 +55,6 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.protected < 0 || o.protected > 1 || o.pods < 1 || o.runs < 1 {
 		errs = append(errs, errors.New("want pods and runs >= 1 and 0 <= protected <= 1"))
-	}
-	if _, err := os.Stat(o.coreBin); err != nil {
-		errs = append(errs, fmt.Errorf("--core-bin: %w (go build -o %s ./components/core/cmd/xila-guard-core)", err, o.coreBin))
 	}
 	return o, errors.Join(errs...)
 }

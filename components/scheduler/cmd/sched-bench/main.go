@@ -1,22 +1,20 @@
 // Command sched-bench measures what XilaGuardEnforcement costs. Against a
-// real kube-apiserver and etcd (envtest assets) and the real
-// xila-guard-core, it creates Node objects — some in tenant pools, with
-// their NodeSecurityStates — and pods, half of them protected, and lets
-// variants of xila-guard-scheduler place them all:
+// real kube-apiserver and etcd (envtest assets), it creates Node objects —
+// some in tenant pools, with their NodeSecurityStates — and pods, half of
+// them protected, and lets variants of xila-guard-scheduler, with the
+// evaluator linked in, place them all:
 //
 //   - plugin (a): the example configuration, with the plugin;
-//   - every-cycle (a′): the same without answer reuse, one call per cycle;
+//   - every-cycle (a′): the same without answer reuse, one evaluation per
+//     cycle;
 //   - stock (b): the same binary with the plugin disabled (and the stock
-//     TaintToleration filter back);
-//   - per-node (c): the plugin asking the evaluator once per node in
-//     Filter instead of once per cycle in PreFilter.
+//     TaintToleration filter back).
 //
 // It prints pods/s and the p50/p99 scheduling latency of each, the time
 // from a pod's PreFilter to the end of its bind, as a Markdown table
 // (docs/benchmarks/scheduler.md):
 //
-//	go build -o _output/bin/xila-guard-core ./components/core/cmd/xila-guard-core
-//	go run ./components/scheduler/cmd/sched-bench --core-bin _output/bin/xila-guard-core --runs 3
+//	go run ./components/scheduler/cmd/sched-bench --runs 3
 package main
 
 import (

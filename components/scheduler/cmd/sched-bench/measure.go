@@ -28,8 +28,8 @@ type runResult struct {
 	rate      float64 // pods bound per second while all were waiting
 	p50, p99  time.Duration
 	paced     [2]time.Duration // p50, p99 from creation to bind at a steady rate
-	cpuPerPod time.Duration    // CPU of scheduler, API server, etcd and evaluator per pod
-	calls     float64          // evaluator calls
+	cpuPerPod time.Duration    // CPU of scheduler, API server and etcd per pod
+	calls     float64          // evaluations
 	misplaced int              // protected pods off their pool, or others on a pool
 	means     map[string]time.Duration
 }
@@ -37,13 +37,13 @@ type runResult struct {
 // runVariant creates the pods, starts the variant's scheduler and waits
 // until every pod is bound; then it creates more pods at a steady rate,
 // checks where all of them went and deletes them again.
-func runVariant(ctx context.Context, o *options, c *cluster, example, variant string, round int, coreURL string) (runResult, error) {
+func runVariant(ctx context.Context, o *options, c *cluster, example, variant string, round int) (runResult, error) {
 	res := runResult{variant: variant}
 	if err := createPods(ctx, o, c, "pod", o.pods, 0); err != nil {
 		return res, fmt.Errorf("creating pods: %w", err)
 	}
 	defer deletePods(context.WithoutCancel(ctx), o, c)
-	file, err := writeConfig(o, c, example, variant, coreURL)
+	file, err := writeConfig(o, c, example, variant)
 	if err != nil {
 		return res, err
 	}
@@ -259,7 +259,7 @@ func deletePods(ctx context.Context, o *options, c *cluster) {
 	})
 }
 
-// evaluatorCalls sums the plugin's evaluator call counter.
+// evaluatorCalls sums the plugin's evaluation counter.
 func evaluatorCalls() float64 {
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {

@@ -5,16 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 )
 
@@ -28,11 +24,6 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("run sched-bench from the repository's root: %w", err)
 	}
 	schedmetrics.Register()
-	coreURL, stopCore, err := startCore(ctx, o.coreBin)
-	if err != nil {
-		return err
-	}
-	defer stopCore()
 	c, err := startCluster(o)
 	if err != nil {
 		return err
@@ -45,11 +36,11 @@ func run(ctx context.Context, args []string) error {
 	results := map[string][]runResult{}
 	for run := range o.runs {
 		for _, v := range o.variants {
-			r, err := runVariant(ctx, o, c, example, v, run+1, coreURL)
+			r, err := runVariant(ctx, o, c, example, v, run+1)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "round %d %-11s %7.1f pods/s, CPU %s/pod, p50 %s p99 %s; paced p50 %s p99 %s; %.0f evaluator calls, %d misplaced\n",
+			fmt.Fprintf(os.Stderr, "round %d %-11s %7.1f pods/s, CPU %s/pod, p50 %s p99 %s; paced p50 %s p99 %s; %.0f evaluations, %d misplaced\n",
 				run+1, v, r.rate, ms(r.cpuPerPod), ms(r.p50), ms(r.p99), ms(r.paced[0]), ms(r.paced[1]), r.calls, r.misplaced)
 			results[v] = append(results[v], r)
 		}
@@ -58,38 +49,8 @@ func run(ctx context.Context, args []string) error {
 	return nil
 }
 
-// startCore runs xila-guard-core (production profile) on loopback.
-func startCore(ctx context.Context, bin string) (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.CommandContext(ctx, bin, "--listen", addr, "--log-level", "warn")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	url := "http://" + addr
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		resp, err := http.Get(url + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		stop()
-		return "", nil, fmt.Errorf("xila-guard-core did not become ready: %w", err)
-	}
-	return url, stop, nil
-}
-
 // report prints, for each variant, the median of its runs: throughput,
-// latency, CPU and evaluator calls. "vs (b)" is the median over the rounds
+// latency, CPU and evaluations. "vs (b)" is the median over the rounds
 // of the throughput ratio to (b) in the same round, since runs of one
 // round share the machine's load.
 func report(w io.Writer, o *options, results map[string][]runResult) {
@@ -106,7 +67,7 @@ func report(w io.Writer, o *options, results map[string][]runResult) {
 	fmt.Fprintf(w, "%d nodes (%d in %d pools), %d pods (%.0f%% protected), then %d more at %.0f/s; %d round(s), medians shown; %d CPUs, load %s\n\n",
 		o.nodes, o.poolNodes, o.tenants, o.pods, o.protected*100, o.pacedPods, o.pacedRate, o.runs, runtime.NumCPU(),
 		strings.Fields(string(load) + " ?")[0])
-	fmt.Fprintln(w, "| variant | pods/s | vs (b) | CPU per pod | p50 | p99 | paced p50 | paced p99 | evaluator calls | misplaced pods |")
+	fmt.Fprintln(w, "| variant | pods/s | vs (b) | CPU per pod | p50 | p99 | paced p50 | paced p99 | evaluations | misplaced pods |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, v := range o.variants {
 		r := median[v]

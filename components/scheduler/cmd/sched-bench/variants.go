@@ -20,14 +20,10 @@ var variantConfigs = map[string]func(profile map[string]any){
 		delete(profile, "plugins")
 		delete(profile, "pluginConfig")
 	},
-	// every-cycle is the plugin asking in every cycle, with no answer
+	// every-cycle is the plugin judging in every cycle, with no answer
 	// reuse: what the snapshot alone achieves.
 	"every-cycle": func(profile map[string]any) {
 		pluginArgs(profile)["answerReuse"] = "0s"
-	},
-	// per-node asks the evaluator in Filter, once per node.
-	"per-node": func(profile map[string]any) {
-		pluginArgs(profile)["evaluatePerNode"] = true
 	},
 }
 
@@ -36,13 +32,12 @@ var variantDescriptions = map[string]string{
 	"plugin":      "(a) xila-guard-scheduler",
 	"every-cycle": "(a′) same, answers never reused",
 	"stock":       "(b) same binary, plugin disabled",
-	"per-node":    "(c) evaluator called per node in Filter",
 }
 
 // writeConfig writes a variant's KubeSchedulerConfiguration, derived from
 // the example at path, and returns its file name. Every variant gets the
 // same client limits and the stopwatch, which runs first in PreFilter.
-func writeConfig(o *options, c *cluster, example, variant, coreURL string) (string, error) {
+func writeConfig(o *options, c *cluster, example, variant string) (string, error) {
 	data, err := os.ReadFile(example)
 	if err != nil {
 		return "", err
@@ -56,9 +51,6 @@ func writeConfig(o *options, c *cluster, example, variant, coreURL string) (stri
 	profile := cfg["profiles"].([]any)[0].(map[string]any)
 	if profile["schedulerName"] != guard.SchedulerName {
 		return "", fmt.Errorf("%s: the first profile is not %s", example, guard.SchedulerName)
-	}
-	if args := pluginArgs(profile); args != nil {
-		args["coreURL"] = coreURL
 	}
 	variantConfigs[variant](profile)
 

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
@@ -26,14 +25,12 @@ const refreshGap = time.Minute
 // namespaces are not cluster events the scheduling queue knows, so the
 // plugin watches them itself and moves the pending pods of the affected
 // namespaces back to the active queue — only after its own cache holds the
-// change, so the retry sees it. It also retries pods refused because the
-// evaluator gave no decision, when it is worth asking again.
+// change, so the retry sees it.
 type activator struct {
 	pods    podActivator
 	caches  *caches
 	profile string
 	logger  klog.Logger
-	retries workqueue.TypedDelayingInterface[cache.ObjectName]
 }
 
 // podActivator is the part of the framework handle the activator uses.
@@ -42,33 +39,7 @@ type podActivator interface {
 }
 
 func newActivator(ctx context.Context, pods podActivator, c *caches, profile string) *activator {
-	logger := klog.FromContext(ctx).WithName(Name)
-	a := &activator{pods: pods, caches: c, profile: profile, logger: logger,
-		retries: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[cache.ObjectName]{Logger: &logger})}
-	go a.runRetries(ctx)
-	return a
-}
-
-// retryLater wakes the pod after delay.
-func (a *activator) retryLater(pod *corev1.Pod, delay time.Duration) {
-	a.retries.AddAfter(cache.MetaObjectToName(pod), delay)
-}
-
-func (a *activator) runRetries(ctx context.Context) {
-	go func() {
-		<-ctx.Done()
-		a.retries.ShutDown()
-	}()
-	for {
-		key, shutdown := a.retries.Get()
-		if shutdown {
-			return
-		}
-		if pod, err := a.caches.pods.Pods(key.Namespace).Get(key.Name); err == nil && a.pending(pod) {
-			a.pods.Activate(a.logger, map[string]*corev1.Pod{key.String(): pod})
-		}
-		a.retries.Done(key)
-	}
+	return &activator{pods: pods, caches: c, profile: profile, logger: klog.FromContext(ctx).WithName(Name)}
 }
 
 // pending reports whether this profile still has to place the pod.

@@ -135,19 +135,3 @@ func TestWake(t *testing.T) {
 		})
 	}
 }
-
-func TestRetryLater(t *testing.T) {
-	w := acmeWorld()
-	p := pod(acmeNS, "waiting")
-	w.pods = []*corev1.Pod{p}
-	h := w.start(t)
-	h.pl.activate.retryLater(p, 10*time.Millisecond)
-	deadline := time.Now().Add(5 * time.Second)
-	for len(h.activated.woken()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if got := h.activated.woken(); !slices.Equal(got, []string{"acme-ml/waiting"}) {
-		t.Errorf("woken = %v", got)
-	}
-
-}

@@ -2,7 +2,6 @@ package enforcement
 
 import (
 	"maps"
-	"net/http"
 	"strconv"
 	"testing"
 
@@ -12,7 +11,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
-	"github.com/xila-guard/xila-guard/components/core/wire"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
 // offering gives a node allocatable GPU resources and a CPU.
@@ -26,28 +25,30 @@ func offering(n *corev1.Node, gpus map[corev1.ResourceName]string) *corev1.Node 
 
 // TestRequestsCarryAllocatableGPUs checks that PreFilter and PreBind tell
 // the evaluator how many GPUs each pool node offers pods, counted over
-// every GPU resource, so that it can hold the evidence against them.
+// every GPU resource, and that it holds the evidence against them: six
+// devices account for a1's six GPUs, one does not account for a2's two.
 func TestRequestsCarryAllocatableGPUs(t *testing.T) {
 	w := acmeWorld()
 	w.nodes[0] = offering(w.nodes[0], map[corev1.ResourceName]string{guard.ResourceGPU: "4", "nvidia.com/mig-1g.10gb": "2"})
-	var got []wire.EvaluateRequest
-	inner := acmeScript(nil)
-	w.evaluator = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		got = append(got, decodeRequest(t, r))
-		inner.ServeHTTP(rw, r)
-	})
+	w.nodes[1] = offering(w.nodes[1], map[corev1.ResourceName]string{guard.ResourceGPU: "2"})
+	for i := 1; i < 6; i++ {
+		w.states[0].Spec.Devices = append(w.states[0].Spec.Devices, v1alpha1.GPUDevice{ID: "gpu-" + strconv.Itoa(i), SharingMode: v1alpha1.SharingExclusive})
+	}
 	h := w.start(t)
 	p := pod(acmeNS, "train")
 	c := h.schedule(p)
+	check(t, "Filter a1", c.filter["a1"], want{})
+	check(t, "Filter a2", c.filter["a2"], want{fwk.UnschedulableAndUnresolvable, "EVIDENCE_INCOMPLETE"})
 	check(t, "PreBind a1", h.bind(c, p, "a1"), want{})
+	got := h.eval.asked()
 	if len(got) != 2 {
-		t.Fatalf("%d evaluator calls, want PreFilter's and PreBind's", len(got))
+		t.Fatalf("%d evaluations, want PreFilter's and PreBind's", len(got))
 	}
 	counts := map[string]string{}
 	for _, n := range got[0].Nodes {
 		counts[n.Name] = count(n.AllocatableGPUs)
 	}
-	if want := map[string]string{"a1": "6", "a2": "0", "free": "unknown"}; !maps.Equal(counts, want) {
+	if want := map[string]string{"a1": "6", "a2": "2", "free": "unknown"}; !maps.Equal(counts, want) {
 		t.Errorf("PreFilter sent allocatable GPUs %v, want %v", counts, want)
 	}
 	if n := got[1].Nodes[0]; n.Name != "a1" || count(n.AllocatableGPUs) != "6" {

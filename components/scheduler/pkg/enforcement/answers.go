@@ -7,14 +7,14 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/xila-guard/xila-guard/components/core/client"
+	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
 // maxAnswers bounds the answers kept; one per tenant in a burst is typical.
 const maxAnswers = 128
 
 // answers remembers the evaluator's answers about snapshots for a short
-// while. The evaluator is a pure function of its input and the time, so an
+// while, so that a burst of a tenant's pods is judged once. The evaluator is a pure function of its input and the time, so an
 // identical snapshot gets the same answer; only time-based findings can
 // differ, by at most the reuse window, and PreBind judges the chosen node
 // on fresh facts before any bind.
@@ -28,11 +28,11 @@ type answers struct {
 
 type answer struct {
 	at time.Time
-	ev *client.Evaluation
+	ev *wire.EvaluateResponse
 }
 
 // get returns the answer about the snapshot, if one is recent enough.
-func (a *answers) get(key string) (*client.Evaluation, bool) {
+func (a *answers) get(key string) (*wire.EvaluateResponse, bool) {
 	if a.window <= 0 {
 		return nil, false
 	}
@@ -46,7 +46,7 @@ func (a *answers) get(key string) (*client.Evaluation, bool) {
 }
 
 // put remembers an answer, forgetting expired ones when full.
-func (a *answers) put(key string, ev *client.Evaluation, at time.Time) {
+func (a *answers) put(key string, ev *wire.EvaluateResponse, at time.Time) {
 	if a.window <= 0 {
 		return
 	}

@@ -20,41 +20,35 @@ func TestResolveSettings(t *testing.T) {
 		wantErr string
 	}{{
 		name: "defaults",
-		want: settings{coreURL: guard.DefaultCoreURL, profile: guard.ProfileProduction, evalTimeout: 800 * time.Millisecond, answerReuse: DefaultAnswerReuse, poolLabel: guard.LabelTenantPool},
+		want: settings{profile: guard.ProfileProduction, answerReuse: DefaultAnswerReuse, poolLabel: guard.LabelTenantPool},
 	}, {
 		name: "args",
-		args: Args{CoreURL: "https://core:8443", AcceptMock: ptr.To(true), EvalTimeout: &metav1.Duration{Duration: 2 * time.Second},
-			AnswerReuse: &metav1.Duration{}, PoolLabel: "example.com/pool", EvaluatePerNode: true},
-		want: settings{coreURL: "https://core:8443", profile: guard.ProfileLab, evalTimeout: 2 * time.Second, poolLabel: "example.com/pool", evaluatePerNode: true},
+		args: Args{AcceptMock: ptr.To(true), AnswerReuse: &metav1.Duration{}, PoolLabel: "example.com/pool"},
+		want: settings{profile: guard.ProfileLab, poolLabel: "example.com/pool"},
 	}, {
 		name: "environment wins over args",
-		args: Args{CoreURL: "https://core:8443", AcceptMock: ptr.To(true), EvalTimeout: &metav1.Duration{Duration: 2 * time.Second}},
-		env: map[string]string{guard.EnvCoreURL: "http://10.0.0.1:8080", guard.EnvEnforceAcceptMock: "false",
-			guard.EnvEvalTimeoutMS: "150", guard.EnvPoolLabel: "pools.example.com/name"},
-		want: settings{coreURL: "http://10.0.0.1:8080", profile: guard.ProfileProduction, evalTimeout: 150 * time.Millisecond,
-			answerReuse: DefaultAnswerReuse, poolLabel: "pools.example.com/name"},
+		args: Args{AcceptMock: ptr.To(true), PoolLabel: "example.com/pool"},
+		env:  map[string]string{guard.EnvEnforceAcceptMock: "false", guard.EnvPoolLabel: "pools.example.com/name"},
+		want: settings{profile: guard.ProfileProduction, answerReuse: DefaultAnswerReuse, poolLabel: "pools.example.com/name"},
 	}, {
 		name: "lab from the environment",
 		env:  map[string]string{guard.EnvEnforceAcceptMock: "true"},
-		want: settings{coreURL: guard.DefaultCoreURL, profile: guard.ProfileLab, evalTimeout: 800 * time.Millisecond, answerReuse: DefaultAnswerReuse, poolLabel: guard.LabelTenantPool},
+		want: settings{profile: guard.ProfileLab, answerReuse: DefaultAnswerReuse, poolLabel: guard.LabelTenantPool},
 	}, {
 		name: "empty variables are unset",
-		env:  map[string]string{guard.EnvCoreURL: "", guard.EnvEvalTimeoutMS: ""},
-		want: settings{coreURL: guard.DefaultCoreURL, profile: guard.ProfileProduction, evalTimeout: 800 * time.Millisecond, answerReuse: DefaultAnswerReuse, poolLabel: guard.LabelTenantPool},
+		args: Args{AcceptMock: ptr.To(true)},
+		env:  map[string]string{guard.EnvEnforceAcceptMock: "", guard.EnvPoolLabel: ""},
+		want: settings{profile: guard.ProfileLab, answerReuse: DefaultAnswerReuse, poolLabel: guard.LabelTenantPool},
 	}, {
 		name: "bad mock flag", env: map[string]string{guard.EnvEnforceAcceptMock: "yes please"}, wantErr: "XILAGUARD_ENFORCE_ACCEPT_MOCK",
 	}, {
-		name: "bad timeout", env: map[string]string{guard.EnvEvalTimeoutMS: "1s"}, wantErr: "XILAGUARD_EVAL_TIMEOUT_MS",
-	}, {
-		name: "zero timeout", env: map[string]string{guard.EnvEvalTimeoutMS: "0"}, wantErr: "want more than 0",
-	}, {
-		name: "timeout too long", args: Args{EvalTimeout: &metav1.Duration{Duration: time.Minute}}, wantErr: "at most 10s",
-	}, {
 		name: "reuse too long", args: Args{AnswerReuse: &metav1.Duration{Duration: time.Minute}}, wantErr: "answerReuse",
 	}, {
-		name: "bad URL", env: map[string]string{guard.EnvCoreURL: "core:8080"}, wantErr: "evaluator URL",
+		name: "negative reuse", args: Args{AnswerReuse: &metav1.Duration{Duration: -time.Second}}, wantErr: "answerReuse",
 	}, {
 		name: "bad pool label", args: Args{PoolLabel: "not a label"}, wantErr: "pool label",
+	}, {
+		name: "bad pool label from the environment", env: map[string]string{guard.EnvPoolLabel: "a/b/c"}, wantErr: "pool label",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

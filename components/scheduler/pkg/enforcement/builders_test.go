@@ -47,12 +47,15 @@ func tenantBinding(tenant string, namespaces []string, policy string) *v1alpha1.
 	return b
 }
 
+// placementPolicy accepts attested evidence and forbids time-slicing.
 func placementPolicy(name string, confinement v1alpha1.Confinement) *v1alpha1.PlacementPolicy {
 	return &v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
 		Spec: v1alpha1.PlacementPolicySpec{Confinement: confinement,
-			Evidence: v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}}}}
+			Evidence:   v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}},
+			GPUSharing: &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}}}}
 }
 
+// nodeState is complete, attested, fresh evidence of one exclusive GPU.
 func nodeState(n *corev1.Node, incarnation string) *v1alpha1.NodeSecurityState {
 	return &v1alpha1.NodeSecurityState{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Generation: 1},
 		Spec: v1alpha1.NodeSecurityStateSpec{NodeUID: n.UID, Incarnation: incarnation, ObservedAt: metav1.Now(),
@@ -65,7 +68,8 @@ func pod(ns, name string) *corev1.Pod {
 }
 
 // acmeWorld is two nodes of acme's pool, one of globex's and one in no
-// pool, acme's namespace bound to policy strict, and a plain namespace.
+// pool, each pool node with compliant evidence, acme's namespace bound to
+// policy strict (confinement Pool), and a plain namespace.
 func acmeWorld() world {
 	a1, a2, g1, free := poolNode("a1", acme), poolNode("a2", acme), poolNode("g1", globex), node("free")
 	return world{
@@ -74,6 +78,5 @@ func acmeWorld() world {
 		bindings:   []*v1alpha1.TenantBinding{tenantBinding(acme, []string{acmeNS}, "strict")},
 		policies:   []*v1alpha1.PlacementPolicy{placementPolicy("strict", v1alpha1.ConfinementPool)},
 		states:     []*v1alpha1.NodeSecurityState{nodeState(a1, "boot-1"), nodeState(a2, "boot-1"), nodeState(g1, "boot-1")},
-		evaluator:  allowAll,
 	}
 }

@@ -1,15 +1,16 @@
 // Package enforcement is the XilaGuardEnforcement scheduler plugin: the
 // only way onto a protected pool node. It admits a tenant's pod onto a
-// node only on an explicit allow from the evaluator (xila-guard-core) and
-// refuses on everything else — a deny, an indeterminate answer, no answer
-// at all. It decides nothing about policy itself.
+// node only on an explicit allow from the evaluator, the library
+// components/core/evaluate linked into the scheduler, and refuses on
+// everything else — a deny, an indeterminate answer, an answer that does
+// not match its request. It decides nothing about policy itself.
 //
 //   - PreFilter resolves the pod's tenant (TenantBinding, namespace label)
 //     and policy (effectivePolicyRef, then the namespace annotation), and
-//     asks the evaluator about every node of the tenant's pool, with the
+//     has the evaluator judge every node of the tenant's pool, with the
 //     evidence its informers hold and the GPUs the node offers pods
-//     (guard.AllocatableGPUs of its status.allocatable), in one call per
-//     scheduling cycle.
+//     (guard.AllocatableGPUs of its status.allocatable), in one evaluation
+//     per scheduling cycle.
 //   - Filter looks the answers up: allow is Success, deny Unschedulable,
 //     anything else UnschedulableAndUnresolvable, with the evaluator's
 //     reason codes in the message. Other pools are closed, and pods that

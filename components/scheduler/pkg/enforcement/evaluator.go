@@ -4,82 +4,64 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	"k8s.io/utils/clock"
+	"k8s.io/klog/v2"
 
-	"github.com/xila-guard/xila-guard/components/core/client"
+	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
-// Evaluator decides placements; *client.Client is the real one. It must
-// return an error, never a partial answer, when it has no decision.
-type Evaluator interface {
-	Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*client.Evaluation, error)
+// evaluator decides placements; *evaluate.Evaluator, linked into the
+// scheduler, is the real one.
+type evaluator interface {
+	Evaluate(req *wire.EvaluateRequest) *wire.EvaluateResponse
 }
 
-// Backoff after evaluator failures: the first failure keeps the evaluator
-// out of the scheduling loop for minBackoff, each further one doubles it.
-const (
-	minBackoff = 250 * time.Millisecond
-	maxBackoff = 30 * time.Second
-)
+var _ evaluator = (*evaluate.Evaluator)(nil)
 
-// errBackingOff is returned while the evaluator is given time to recover.
-var errBackingOff = errors.New("not asking the evaluator")
-
-// guardedEvaluator stops calling an evaluator that keeps failing. PreFilter
-// runs in the scheduler's only scheduling loop: without this, an evaluator
-// that hangs would cost every protected pod the whole timeout, and every
-// other pod would wait behind them. While it backs off, calls fail at once,
-// which refuses exactly as a failed call does.
-type guardedEvaluator struct {
-	next  Evaluator
-	clock clock.PassiveClock
-
-	mu        sync.Mutex
-	failures  int
-	openUntil time.Time
-	last      error
+// newEvaluator builds the evaluator of the settings' profile.
+func newEvaluator(s settings) (*evaluate.Evaluator, error) {
+	return evaluate.New(evaluate.Options{Profile: s.profile})
 }
 
-// Evaluate asks the evaluator unless it is backing off after failures.
-func (g *guardedEvaluator) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*client.Evaluation, error) {
-	g.mu.Lock()
-	if now := g.clock.Now(); now.Before(g.openUntil) {
-		err := fmt.Errorf("%w for %s after %d failure(s) in a row: %w",
-			errBackingOff, g.openUntil.Sub(now).Round(time.Millisecond), g.failures, g.last)
-		g.mu.Unlock()
+// errMismatch marks an answer that does not match its request.
+var errMismatch = errors.New("the evaluator's answer does not match the request")
+
+// evaluate asks the evaluator, records the call, and holds the answer
+// against the request.
+func (pl *Enforcement) evaluate(ctx context.Context, point string, req *wire.EvaluateRequest) (*wire.EvaluateResponse, error) {
+	start := time.Now()
+	resp := pl.eval.Evaluate(req)
+	evaluationDuration.WithLabelValues(point).Observe(time.Since(start).Seconds())
+	err := checkAnswer(req, resp)
+	evaluationsTotal.WithLabelValues(point, callResult(err)).Inc()
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Refusing on an answer that does not add up", "point", point,
+			"pod", klog.KRef(req.Pod.Namespace, req.Pod.Name), "nodes", len(req.Nodes))
 		return nil, err
 	}
-	g.mu.Unlock()
-
-	ev, err := g.next.Evaluate(ctx, req)
-
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch {
-	case err == nil:
-		g.failures, g.openUntil, g.last = 0, time.Time{}, nil
-	case errors.Is(err, client.ErrInvalidRequest), ctx.Err() != nil && !errors.Is(err, client.ErrTimeout):
-		// Our own mistake, or our caller gave up: not the evaluator's fault.
-	default:
-		g.failures++
-		backoff := maxBackoff
-		if g.failures < 16 {
-			backoff = min(maxBackoff, minBackoff<<(g.failures-1))
-		}
-		g.openUntil, g.last = g.clock.Now().Add(backoff), err
-	}
-	return ev, err
+	return resp, nil
 }
 
-// retryDelay says when a pod refused for want of a decision is worth
-// trying again: when the evaluator is asked again, and not before a second
-// has passed, so that refusals do not spin.
-func (g *guardedEvaluator) retryDelay() time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return max(time.Second, g.openUntil.Sub(g.clock.Now()))
+// checkAnswer holds an answer against its request: a known decision about
+// the pod, and one result per requested node, in request order. The
+// evaluator promises as much; checking costs a comparison per node and
+// keeps an allow from ever being read off another node's result.
+func checkAnswer(req *wire.EvaluateRequest, resp *wire.EvaluateResponse) error {
+	if resp == nil {
+		return fmt.Errorf("%w: no answer", errMismatch)
+	}
+	if !resp.Pod.Decision.IsValid() {
+		return fmt.Errorf("%w: pod decision %q is not allow, deny or indeterminate", errMismatch, resp.Pod.Decision)
+	}
+	if len(resp.Results) != len(req.Nodes) {
+		return fmt.Errorf("%w: %d result(s) for %d node(s)", errMismatch, len(resp.Results), len(req.Nodes))
+	}
+	for i := range req.Nodes {
+		if got, want := resp.Results[i].Node, req.Nodes[i].Name; got != want {
+			return fmt.Errorf("%w: result %d is about node %q, not %q", errMismatch, i, got, want)
+		}
+	}
+	return nil
 }

@@ -1,12 +1,7 @@
 package enforcement
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,12 +27,12 @@ import (
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
-	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
 // world is the cluster a test schedules in: objects in the caches, the
-// same objects as the API server's truth for PreBind, and an evaluator.
+// same objects as the API server's truth for PreBind, and the profile of
+// the evaluator.
 type world struct {
 	namespaces []*corev1.Namespace
 	nodes      []*corev1.Node
@@ -46,42 +41,31 @@ type world struct {
 	states     []*v1alpha1.NodeSecurityState
 	pods       []*corev1.Pod
 
-	evaluator   http.Handler
-	evalTimeout time.Duration
-	perNode     bool
+	// profile is the evaluator's; empty means production.
+	profile guard.Profile
 	// answerReuse is the reuse window; 0 means the default.
 	answerReuse time.Duration
 }
 
-// harness is a world brought up: a scheduler framework with the plugin.
+// harness is a world brought up: a scheduler framework with the plugin,
+// whose evaluator is the real one behind a recorder.
 type harness struct {
-	t         *testing.T
+	t         testing.TB
 	fw        framework.Framework
 	pl        *Enforcement
 	snapshot  *internalcache.Snapshot
 	core      *fake.Clientset
 	guard     *fakeGuard
 	nodes     cache.Indexer
-	eval      *swappable
+	eval      *recorder
 	activated *recordingActivator
 }
 
-func (w world) start(t *testing.T) *harness {
+func (w world) start(t testing.TB) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h := &harness{t: t, guard: newFakeGuard(), eval: &swappable{}, activated: &recordingActivator{}}
-	h.eval.set(w.evaluator)
-	srv := httptest.NewServer(h.eval)
-	t.Cleanup(srv.Close)
-	timeout := w.evalTimeout
-	if timeout == 0 {
-		timeout = time.Second
-	}
-	ev, err := client.New(srv.URL, client.WithTimeout(timeout))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := &harness{t: t, guard: newFakeGuard(), activated: &recordingActivator{}}
 
 	var objs []runtime.Object
 	c := &caches{
@@ -122,14 +106,20 @@ func (w world) start(t *testing.T) *harness {
 	h.core = fake.NewClientset(objs...)
 	h.snapshot = internalcache.NewSnapshot(nil, w.nodes)
 
-	reuse := w.answerReuse
-	if reuse == 0 {
-		reuse = DefaultAnswerReuse
+	s := settings{profile: w.profile, answerReuse: w.answerReuse, poolLabel: guard.LabelTenantPool}
+	if s.profile == "" {
+		s.profile = guard.ProfileProduction
 	}
-	s := settings{coreURL: srv.URL, profile: guard.ProfileProduction, evalTimeout: timeout,
-		answerReuse: reuse, poolLabel: guard.LabelTenantPool, evaluatePerNode: w.perNode}
+	if s.answerReuse == 0 {
+		s.answerReuse = DefaultAnswerReuse
+	}
+	ev, err := newEvaluator(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eval = &recorder{next: ev}
 	factory := func(ctx context.Context, _ runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
-		h.pl = newEnforcement(ctx, fh, s, ev, c, h.guard)
+		h.pl = newEnforcement(ctx, fh, s, h.eval, c, h.guard)
 		return h.pl, nil
 	}
 	h.fw, err = tf.NewFramework(ctx, []tf.RegisterPluginFunc{
@@ -191,71 +181,43 @@ func (h *harness) bind(c *cycle, pod *corev1.Pod, node string) *fwk.Status {
 	return h.fw.RunPreBindPlugins(ctx, c.state, pod, node)
 }
 
-// swappable is an http.Handler that can be replaced while serving.
-type swappable struct {
-	h     atomic.Value
+// recorder stands between the plugin and the real evaluator: it counts
+// and keeps the requests, and tamper, when set, changes the answers.
+type recorder struct {
+	next  evaluator
 	calls atomic.Int64
+
+	mu       sync.Mutex
+	requests []*wire.EvaluateRequest
+	tamper   func(*wire.EvaluateResponse) *wire.EvaluateResponse
 }
 
-func (s *swappable) set(h http.Handler) { s.h.Store(&h) }
-
-func (s *swappable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.calls.Add(1)
-	(*s.h.Load().(*http.Handler)).ServeHTTP(w, r)
-}
-
-// script answers like an evaluator: the pod is refused when the request
-// lacks a tenant or policy; otherwise each node gets its scripted result,
-// or fallback.
-func script(byNode map[string]wire.NodeResult, fallback wire.NodeResult) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var req wire.EvaluateRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		resp := wire.EvaluateResponse{Profile: guard.ProfileProduction, EvaluatedAt: metav1.Now(),
-			Pod: wire.Verdict{Decision: guard.DecisionAllow, Reasons: []guard.Reason{}, Message: "resolved"}}
-		switch {
-		case req.Tenant == nil:
-			resp.Pod = wire.Verdict{Decision: guard.DecisionIndeterminate, Reasons: []guard.Reason{guard.ReasonTenantUnresolved},
-				Message: "TENANT_UNRESOLVED: the pod's tenant could not be resolved"}
-		case req.Policy == nil:
-			resp.Pod = wire.Verdict{Decision: guard.DecisionIndeterminate, Reasons: []guard.Reason{guard.ReasonNoPolicy},
-				Message: "NO_POLICY: no PlacementPolicy applies"}
-		}
-		for _, n := range req.Nodes {
-			res, ok := byNode[n.Name]
-			if !ok {
-				res = fallback
-			}
-			if resp.Pod.Decision != guard.DecisionAllow {
-				res = wire.NodeResult{Decision: resp.Pod.Decision, Reasons: resp.Pod.Reasons, Message: resp.Pod.Message}
-			}
-			res.Node = n.Name
-			if n.State != nil {
-				res.Incarnation = n.State.Incarnation
-			}
-			if res.Reasons == nil {
-				res.Reasons = []guard.Reason{}
-			}
-			resp.Results = append(resp.Results, res)
-		}
-		w.Header().Set("Content-Type", wire.ContentType)
-		_ = json.NewEncoder(w).Encode(resp)
+func (r *recorder) Evaluate(req *wire.EvaluateRequest) *wire.EvaluateResponse {
+	r.calls.Add(1)
+	r.mu.Lock()
+	r.requests = append(r.requests, req)
+	tamper := r.tamper
+	r.mu.Unlock()
+	resp := r.next.Evaluate(req)
+	if tamper != nil {
+		resp = tamper(resp)
 	}
+	return resp
 }
 
-func result(d guard.Decision, reason guard.Reason, msg string) wire.NodeResult {
-	r := wire.NodeResult{Decision: d, Reasons: []guard.Reason{}, Message: msg}
-	if reason != "" {
-		r.Reasons = []guard.Reason{reason}
-		r.Message = string(reason) + ": " + msg
-	}
-	return r
+// setTamper changes the answers from now on; nil stops.
+func (r *recorder) setTamper(f func(*wire.EvaluateResponse) *wire.EvaluateResponse) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tamper = f
 }
 
-var allowAll = script(nil, result(guard.DecisionAllow, "", "allowed"))
+// asked returns the requests so far.
+func (r *recorder) asked() []*wire.EvaluateRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*wire.EvaluateRequest(nil), r.requests...)
+}
 
 // fakeGuard is the API server's truth about the guard kinds, for PreBind.
 type fakeGuard struct {
@@ -327,26 +289,11 @@ func (r *recordingActivator) woken() []string {
 	return append([]string(nil), r.pods...)
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// decodeRequest reads an evaluation request, leaving the body readable.
-func decodeRequest(t *testing.T, r *http.Request) wire.EvaluateRequest {
-	t.Helper()
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		t.Error(err)
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	var req wire.EvaluateRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		t.Error(err)
-	}
-	return req
 }
 
 func setOf(names ...string) sets.Set[string] { return sets.New(names...) }

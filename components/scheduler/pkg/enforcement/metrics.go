@@ -1,7 +1,6 @@
 package enforcement
 
 import (
-	"errors"
 	"sync"
 
 	"k8s.io/component-base/metrics"
@@ -13,21 +12,20 @@ import (
 // Extension points, as metric labels.
 const (
 	pointPreFilter = "PreFilter"
-	pointFilter    = "Filter"
 	pointPreBind   = "PreBind"
 )
 
 var (
 	evaluationsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "xilaguard", Subsystem: "scheduler", Name: "evaluations_total",
-		Help:           "Evaluator calls by extension point and result: ok, timeout, unavailable, error or backoff (not asked while the evaluator recovers).",
+		Help:           "Evaluations by extension point and result: ok, or error (an answer that did not match the request, refused).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"point", "result"})
 
 	evaluationDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Namespace: "xilaguard", Subsystem: "scheduler", Name: "evaluation_duration_seconds",
-		Help:           "Duration of evaluator calls by extension point, including failed ones.",
-		Buckets:        metrics.ExponentialBuckets(0.00025, 2, 14),
+		Help:           "Duration of evaluations by extension point.",
+		Buckets:        metrics.ExponentialBuckets(0.00001, 2, 18),
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"point"})
 
@@ -53,21 +51,12 @@ func registerMetrics() {
 	})
 }
 
-// callResult labels an evaluator call.
+// callResult labels an evaluation.
 func callResult(err error) string {
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.Is(err, errBackingOff):
-		return "backoff"
+	if err != nil {
+		return "error"
 	}
-	switch failureReason(err) {
-	case guard.ReasonEvaluatorTimeout:
-		return "timeout"
-	case guard.ReasonEvaluatorUnavailable:
-		return "unavailable"
-	}
-	return "error"
+	return "ok"
 }
 
 // countRefusal counts a refusal under its first reason code.

@@ -19,7 +19,6 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/guardclient"
 	"github.com/xila-guard/xila-guard/components/api/version"
-	"github.com/xila-guard/xila-guard/components/core/client"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
@@ -31,10 +30,9 @@ const namespaceSignerName = "v1.Pod.Namespace"
 
 // maxConcurrentConfirms bounds the PreBind re-judgements in flight. The
 // scheduler binds in a goroutine per pod; under a burst, thousands of them
-// would each open reads and an evaluator connection at once, and thrash.
-// Waiting here instead keeps connections reused and the API server's load
-// even, and the evaluator timeout only counts the call itself. The
-// evaluator client keeps as many idle connections.
+// would each send their API reads at once, and thrash. Waiting here
+// instead keeps the API server's load even, and lets the waiting PreBinds
+// share the reads of the ones ahead of them.
 const maxConcurrentConfirms = 64
 
 // freshReadsPerBind is how many API reads PreBind makes for one pod. The
@@ -43,13 +41,14 @@ const maxConcurrentConfirms = 64
 const freshReadsPerBind = 2
 
 // Enforcement is the XilaGuardEnforcement plugin. It admits a protected
-// pod onto a node only on an explicit allow from the evaluator, keeps every
-// other pod off the pool nodes, and stands in for the TaintToleration
-// filter so that tenants need no toleration for their own pool.
+// pod onto a node only on an explicit allow from the evaluator, which it
+// links in, keeps every other pod off the pool nodes, and stands in for
+// the TaintToleration filter so that tenants need no toleration for their
+// own pool.
 type Enforcement struct {
 	handle   fwk.Handle
 	settings settings
-	eval     *guardedEvaluator
+	eval     evaluator
 	answers  *answers
 	caches   *caches
 	guard    *sharedReads
@@ -84,12 +83,12 @@ func (pl *Enforcement) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFr
 }
 
 // PreFilter resolves the pod's tenant and policy, snapshots the evidence of
-// the tenant's pool nodes from the caches, and asks the evaluator about all
+// the tenant's pool nodes from the caches, and has the evaluator judge all
 // of them — plus one node in no pool, whose answer holds for every such
-// node — in a single call, unless it asked about an identical snapshot
-// within the answer reuse window. Filter then only looks answers up. A pod the
-// evaluator refuses outright, or about which it gives no answer, is
-// refused on every node here.
+// node — in a single evaluation, unless it judged an identical snapshot
+// within the answer reuse window. Filter then only looks answers up. A pod
+// the evaluator refuses outright, or whose answer does not match the
+// snapshot, is refused on every node here.
 func (pl *Enforcement) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if !pl.caches.hasSynced() {
 		return nil, fwk.NewStatus(fwk.Error, "waiting for the caches of namespaces and guard.xila.us objects to sync")
@@ -100,15 +99,14 @@ func (pl *Enforcement) PreFilter(ctx context.Context, cs fwk.CycleState, pod *co
 	}
 	st := &cycleState{id: id}
 	cs.Write(stateKey, st)
-	if !id.protected || pl.settings.evaluatePerNode {
+	if !id.protected {
 		return nil, nil
 	}
 	candidates, unpooled, key := pl.snapshot(&id, nodes)
 	ev, err := pl.ask(ctx, pod, &id, candidates, key)
 	if err != nil {
-		pl.activate.retryLater(pod, pl.eval.retryDelay())
-		countRefusal(pointPreFilter, []guard.Reason{failureReason(err)})
-		return nil, evaluatorStatus(err)
+		countRefusal(pointPreFilter, []guard.Reason{guard.ReasonEvaluatorError})
+		return nil, mismatchStatus(err)
 	}
 	if ev.Pod.Decision != guard.DecisionAllow {
 		countRefusal(pointPreFilter, ev.Pod.Reasons)
@@ -140,18 +138,13 @@ func (pl *Enforcement) Filter(ctx context.Context, cs fwk.CycleState, pod *corev
 	}
 	node := ni.Node()
 	pool := node.Labels[pl.settings.poolLabel]
-	var status *fwk.Status
 	switch {
 	case !st.id.protected && pool != "":
 		return tenantMismatch(pool, &st.id)
-	case !st.id.protected:
-	case pl.settings.evaluatePerNode:
-		status = pl.filterPerNode(ctx, st, pod, node, pool)
-	default:
-		status = lookup(st, node, pool)
-	}
-	if status != nil {
-		return status
+	case st.id.protected:
+		if status := lookup(st, node, pool); status != nil {
+			return status
+		}
 	}
 	return pl.taintStatus(klog.FromContext(ctx), pod, node, st.id.pool())
 }
@@ -189,8 +182,9 @@ func (pl *Enforcement) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ 
 }
 
 // PreBind re-judges the chosen node on its NodeSecurityState and policy as
-// read from the API server, and refuses the bind, which sends the pod back to the queue, unless the
-// evaluator allows it and the node is still the one Filter judged.
+// read from the API server, and refuses the bind, which sends the pod back
+// to the queue, unless the evaluator allows it and the node is still the
+// one Filter judged.
 func (pl *Enforcement) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	st, err := readState(cs)
 	if err != nil {
@@ -202,8 +196,9 @@ func (pl *Enforcement) PreBind(ctx context.Context, cs fwk.CycleState, pod *core
 	return pl.confirm(ctx, pod, st, nodeName)
 }
 
-// New builds the plugin from its Args and the environment variables of
-// the architecture, which take precedence.
+// New builds the plugin, and the evaluator of its profile, from its Args
+// and the environment variables of the architecture, which take
+// precedence.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	var args Args
 	if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
@@ -213,7 +208,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, fmt.Errorf("invalid %sArgs: %w", Name, err)
 	}
-	ev, err := client.New(s.coreURL, client.WithTimeout(s.evalTimeout))
+	ev, err := newEvaluator(s)
 	if err != nil {
 		return nil, fmt.Errorf("invalid %sArgs: %w", Name, err)
 	}
@@ -235,19 +230,18 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	klog.FromContext(ctx).Info("Xila Guard enforcement enabled", "version", version.Get(), "profile", h.ProfileName(),
-		"evaluator", s.coreURL, "evaluatorProfile", s.profile, "timeout", s.evalTimeout, "answerReuse", s.answerReuse, "poolLabel", s.poolLabel,
-		"evaluatePerNode", s.evaluatePerNode)
+		"evaluatorProfile", s.profile, "answerReuse", s.answerReuse, "poolLabel", s.poolLabel)
 	return pl, nil
 }
 
 // newEnforcement assembles the plugin from its parts; tests call it with
 // fakes.
-func newEnforcement(ctx context.Context, h fwk.Handle, s settings, ev Evaluator, c *caches, gr guardReader) *Enforcement {
+func newEnforcement(ctx context.Context, h fwk.Handle, s settings, ev evaluator, c *caches, gr guardReader) *Enforcement {
 	registerMetrics()
 	return &Enforcement{
 		handle:                   h,
 		settings:                 s,
-		eval:                     &guardedEvaluator{next: ev, clock: clock.RealClock{}},
+		eval:                     ev,
 		answers:                  &answers{window: s.answerReuse, clock: clock.RealClock{}},
 		caches:                   c,
 		guard:                    newSharedReads(gr, time.Now),

@@ -1,30 +1,63 @@
 package enforcement
 
 import (
-	"net/http"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
-// acmeScript answers as the evaluator would in acmeWorld: a node in no
-// pool is outside acme's pool, acme's nodes get the given results or an
-// allow.
-func acmeScript(byNode map[string]wire.NodeResult) http.HandlerFunc {
-	all := map[string]wire.NodeResult{"free": result(guard.DecisionDeny, guard.ReasonOutsidePool, "the node is in no pool")}
-	for k, v := range byNode {
-		all[k] = v
-	}
-	return script(all, result(guard.DecisionAllow, "", "allowed by policy strict"))
+// The evidence a test may give a node, as changes to nodeState's.
+var (
+	timeSliced = func(s *v1alpha1.NodeSecurityStateSpec) { s.Devices[0].SharingMode = v1alpha1.SharingTimeSlicing }
+	mocked     = func(s *v1alpha1.NodeSecurityStateSpec) { s.Source = v1alpha1.SourceMock }
+	stale      = func(s *v1alpha1.NodeSecurityStateSpec) { s.ObservedAt = metav1.NewTime(time.Now().Add(-time.Hour)) }
+	incomplete = func(s *v1alpha1.NodeSecurityStateSpec) { s.Complete = false }
+)
+
+// changed returns a copy of the state with its spec changed.
+func changed(s *v1alpha1.NodeSecurityState, change func(*v1alpha1.NodeSecurityStateSpec)) *v1alpha1.NodeSecurityState {
+	s = s.DeepCopy()
+	change(&s.Spec)
+	return s
 }
+
+// Answers that do not match their request, as an evaluator could only
+// give through a bug.
+var (
+	dropsLast = func(r *wire.EvaluateResponse) *wire.EvaluateResponse {
+		r.Results = r.Results[:len(r.Results)-1]
+		return r
+	}
+	renames = func(r *wire.EvaluateResponse) *wire.EvaluateResponse {
+		r.Results[0].Node = "elsewhere"
+		return r
+	}
+	reorders = func(r *wire.EvaluateResponse) *wire.EvaluateResponse {
+		slices.Reverse(r.Results)
+		return r
+	}
+	duplicates = func(r *wire.EvaluateResponse) *wire.EvaluateResponse {
+		r.Results = append(r.Results, r.Results[0])
+		return r
+	}
+	unknownDecision = func(r *wire.EvaluateResponse) *wire.EvaluateResponse {
+		r.Pod.Decision = "maybe"
+		return r
+	}
+	noAnswer = func(*wire.EvaluateResponse) *wire.EvaluateResponse { return nil }
+)
 
 // want is what a row expects of one extension point: a status code and a
 // fragment of its message.
@@ -54,9 +87,11 @@ func TestConditionTable(t *testing.T) {
 	mismatch := want{never, "TENANT_MISMATCH"}
 	outside := want{never, "OUTSIDE_POOL"}
 	cases := []struct {
-		name      string
-		world     func(w *world)
-		pod       *corev1.Pod
+		name  string
+		world func(w *world)
+		pod   *corev1.Pod
+		// tamper, if set, changes every answer of the evaluator.
+		tamper    func(*wire.EvaluateResponse) *wire.EvaluateResponse
 		preFilter want
 		filter    map[string]want
 		// bindTo, if set, runs Reserve and PreBind for that node, after
@@ -81,86 +116,70 @@ func TestConditionTable(t *testing.T) {
 		filter: map[string]want{"a1": mismatch, "free": {}},
 		calls:  0,
 	}, {
-		name:   "core allow: the tenant's pool nodes pass without a toleration",
+		name:   "allow: the tenant's pool nodes pass without a toleration",
 		pod:    pod(acmeNS, "train"),
 		filter: map[string]want{"a1": {}, "a2": {}, "free": outside, "g1": mismatch},
 		bindTo: "a1", bind: want{}, calls: 2,
 	}, {
-		name: "core deny: Unschedulable with the reason code",
-		world: func(w *world) {
-			w.evaluator = acmeScript(map[string]wire.NodeResult{"a1": result(guard.DecisionDeny, guard.ReasonTimeSlicingForbidden, "time-sliced")})
-		},
+		name:   "deny: Unschedulable with the reason code",
+		world:  func(w *world) { timeSliced(&w.states[0].Spec) },
 		pod:    pod(acmeNS, "train"),
-		filter: map[string]want{"a1": {no, "(deny): TIME_SLICING_FORBIDDEN: time-sliced"}, "a2": {}},
+		filter: map[string]want{"a1": {no, "(deny): TIME_SLICING_FORBIDDEN: "}, "a2": {}},
 		calls:  1,
 	}, {
-		name: "indeterminate: source not accepted",
-		world: func(w *world) {
-			w.evaluator = acmeScript(map[string]wire.NodeResult{"a1": result(guard.DecisionIndeterminate, guard.ReasonSourceNotAccepted, "mock")})
-		},
+		name:   "indeterminate: source not accepted",
+		world:  func(w *world) { mocked(&w.states[0].Spec) },
 		pod:    pod(acmeNS, "train"),
-		filter: map[string]want{"a1": {never, "(indeterminate): SOURCE_NOT_ACCEPTED"}, "a2": {}},
+		filter: map[string]want{"a1": {never, "(indeterminate): SOURCE_NOT_ACCEPTED: mock evidence is simulated"}, "a2": {}},
 		calls:  1,
 	}, {
-		name: "indeterminate: stale evidence",
-		world: func(w *world) {
-			w.evaluator = acmeScript(map[string]wire.NodeResult{"a1": result(guard.DecisionIndeterminate, guard.ReasonEvidenceStale, "old")})
-		},
+		name:   "indeterminate: stale evidence",
+		world:  func(w *world) { stale(&w.states[0].Spec) },
 		pod:    pod(acmeNS, "train"),
-		filter: map[string]want{"a1": {never, "EVIDENCE_STALE"}},
+		filter: map[string]want{"a1": {never, "(indeterminate): EVIDENCE_STALE"}, "a2": {}},
 		calls:  1,
 	}, {
-		name: "indeterminate: incomplete evidence",
-		world: func(w *world) {
-			w.evaluator = acmeScript(map[string]wire.NodeResult{"a1": result(guard.DecisionIndeterminate, guard.ReasonEvidenceIncomplete, "partial")})
-		},
+		name:   "indeterminate: incomplete evidence",
+		world:  func(w *world) { incomplete(&w.states[0].Spec) },
 		pod:    pod(acmeNS, "train"),
-		filter: map[string]want{"a1": {never, "EVIDENCE_INCOMPLETE"}},
+		filter: map[string]want{"a1": {never, "(indeterminate): EVIDENCE_INCOMPLETE"}, "a2": {}},
 		calls:  1,
 	}, {
-		name: "evaluator timeout refuses every node",
-		world: func(w *world) {
-			w.evalTimeout = 50 * time.Millisecond
-			w.evaluator = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				select {
-				case <-time.After(2 * time.Second):
-				case <-r.Context().Done():
-				}
-			})
-		},
-		pod: pod(acmeNS, "train"), preFilter: want{never, "EVALUATOR_TIMEOUT"}, calls: 1,
+		name:   "indeterminate: no evidence",
+		world:  func(w *world) { w.states = w.states[1:] },
+		pod:    pod(acmeNS, "train"),
+		filter: map[string]want{"a1": {never, "(indeterminate): EVIDENCE_MISSING"}, "a2": {}},
+		calls:  1,
 	}, {
-		name: "evaluator unreachable refuses every node",
-		world: func(w *world) {
-			w.evaluator = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				conn, _, err := http.NewResponseController(w).Hijack()
-				if err == nil {
-					conn.Close()
-				}
-			})
-		},
-		pod: pod(acmeNS, "train"), preFilter: want{never, "EVALUATOR_UNAVAILABLE"}, calls: 1,
+		name:   "an answer with a node missing refuses every node",
+		tamper: dropsLast,
+		pod:    pod(acmeNS, "train"), preFilter: want{never, "EVALUATOR_ERROR: the evaluator's answer does not match the request: 2 result(s) for 3 node(s)"}, calls: 1,
 	}, {
-		name: "evaluator non-2xx refuses every node",
-		world: func(w *world) {
-			w.evaluator = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) })
-		},
-		pod: pod(acmeNS, "train"), preFilter: want{never, "EVALUATOR_ERROR"}, calls: 1,
+		name:   "an answer about another node refuses every node",
+		tamper: renames,
+		pod:    pod(acmeNS, "train"), preFilter: want{never, `is about node "elsewhere"`}, calls: 1,
 	}, {
-		name: "evaluator garbage refuses every node",
-		world: func(w *world) {
-			w.evaluator = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = w.Write([]byte(`{"profile":"production","pod":{"decision":"allow"`))
-			})
-		},
-		pod: pod(acmeNS, "train"), preFilter: want{never, "EVALUATOR_ERROR"}, calls: 1,
+		name:   "an answer out of order refuses every node",
+		tamper: reorders,
+		pod:    pod(acmeNS, "train"), preFilter: want{never, "EVALUATOR_ERROR"}, calls: 1,
+	}, {
+		name:   "an answer with a node twice refuses every node",
+		tamper: duplicates,
+		pod:    pod(acmeNS, "train"), preFilter: want{never, "4 result(s) for 3 node(s)"}, calls: 1,
+	}, {
+		name:   "an unknown decision about the pod refuses every node",
+		tamper: unknownDecision,
+		pod:    pod(acmeNS, "train"), preFilter: want{never, `pod decision "maybe"`}, calls: 1,
+	}, {
+		name:   "no answer refuses every node",
+		tamper: noAnswer,
+		pod:    pod(acmeNS, "train"), preFilter: want{never, "EVALUATOR_ERROR"}, calls: 1,
 	}, {
 		name: "identity unresolved: two bindings list the namespace",
 		world: func(w *world) {
 			w.bindings = append(w.bindings, tenantBinding(globex, []string{acmeNS}, "strict"))
 		},
-		pod: pod(acmeNS, "train"), preFilter: want{never, "TENANT_UNRESOLVED"}, calls: 1,
+		pod: pod(acmeNS, "train"), preFilter: want{never, "(indeterminate): TENANT_UNRESOLVED"}, calls: 1,
 	}, {
 		name: "identity unresolved: label contradicts the binding",
 		world: func(w *world) {
@@ -171,7 +190,7 @@ func TestConditionTable(t *testing.T) {
 	}, {
 		name:  "no policy: neither reference nor annotation",
 		world: func(w *world) { w.bindings[0].Spec.EffectivePolicyRef = nil },
-		pod:   pod(acmeNS, "train"), preFilter: want{never, "NO_POLICY"}, calls: 1,
+		pod:   pod(acmeNS, "train"), preFilter: want{never, "(indeterminate): NO_POLICY"}, calls: 1,
 	}, {
 		name:  "no policy: the referenced policy does not exist",
 		world: func(w *world) { w.bindings[0].Spec.EffectivePolicyRef.Name = "gone" },
@@ -191,10 +210,8 @@ func TestConditionTable(t *testing.T) {
 		},
 		pod: pod(acmeNS, "train"), preFilter: want{never, "TENANT_UNRESOLVED"}, calls: 1,
 	}, {
-		name: "confinement Any: a node in no pool is allowed",
-		world: func(w *world) {
-			w.evaluator = acmeScript(map[string]wire.NodeResult{"free": result(guard.DecisionAllow, guard.ReasonUnguardedNode, "no pool")})
-		},
+		name:   "confinement Any: a node in no pool is allowed",
+		world:  func(w *world) { w.policies[0].Spec.Confinement = v1alpha1.ConfinementAny },
 		pod:    pod(acmeNS, "train"),
 		filter: map[string]want{"free": {}, "a1": {}, "g1": mismatch},
 		bindTo: "free", calls: 2,
@@ -238,24 +255,24 @@ func TestConditionTable(t *testing.T) {
 		},
 		bind: want{never, "boot-1, now none"}, calls: 1,
 	}, {
-		name: "PreBind: fresh evidence is now denied",
+		name: "PreBind: fresh evidence is now denied, the cached one not yet",
 		pod:  pod(acmeNS, "train"), bindTo: "a1",
 		between: func(h *harness) {
-			h.eval.set(acmeScript(map[string]wire.NodeResult{"a1": result(guard.DecisionDeny, guard.ReasonTimeSlicingForbidden, "time-sliced")}))
+			h.guard.put(changed(nodeState(poolNode("a1", acme), "boot-1"), timeSliced))
 		},
-		bind: want{no, "TIME_SLICING_FORBIDDEN"}, calls: 2,
+		bind: want{no, "(deny): TIME_SLICING_FORBIDDEN"}, calls: 2,
 	}, {
 		name: "PreBind: fresh evidence is now stale",
 		pod:  pod(acmeNS, "train"), bindTo: "a1",
 		between: func(h *harness) {
-			h.eval.set(acmeScript(map[string]wire.NodeResult{"a1": result(guard.DecisionIndeterminate, guard.ReasonEvidenceStale, "old")}))
+			h.guard.put(changed(nodeState(poolNode("a1", acme), "boot-1"), stale))
 		},
-		bind: want{never, "EVIDENCE_STALE"}, calls: 2,
+		bind: want{never, "(indeterminate): EVIDENCE_STALE"}, calls: 2,
 	}, {
-		name: "PreBind: evaluator down",
+		name: "PreBind: an answer that does not match refuses the bind",
 		pod:  pod(acmeNS, "train"), bindTo: "a1",
 		between: func(h *harness) {
-			h.eval.set(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) }))
+			h.eval.setTamper(renames)
 		},
 		bind: want{never, "EVALUATOR_ERROR"}, calls: 2,
 	}, {
@@ -272,7 +289,7 @@ func TestConditionTable(t *testing.T) {
 		between: func(h *harness) {
 			h.guard.remove(placementPolicy("strict", ""))
 		},
-		bind: want{never, "NO_POLICY"}, calls: 2,
+		bind: want{never, "(indeterminate): NO_POLICY"}, calls: 2,
 	}, {
 		name: "taints: other NoSchedule taints still need a toleration",
 		world: func(w *world) {
@@ -293,11 +310,11 @@ func TestConditionTable(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := acmeWorld()
-			w.evaluator = acmeScript(nil)
 			if tc.world != nil {
 				tc.world(&w)
 			}
 			h := w.start(t)
+			h.eval.setTamper(tc.tamper)
 			c := h.schedule(tc.pod)
 			check(t, "PreFilter", c.preFilter, tc.preFilter)
 			for node, want := range tc.filter {
@@ -323,33 +340,27 @@ func replaceNode(h *harness, n *corev1.Node) {
 	must(h.t, h.nodes.Update(n))
 }
 
-// TestPreFilterAsksOncePerCycle checks the snapshot: one call carries the
-// tenant's pool with its evidence and one node in no pool, and Filter
-// narrows the cycle to the pool.
+// TestPreFilterAsksOncePerCycle checks the snapshot: one evaluation
+// carries the tenant's pool with its evidence and one node in no pool,
+// and Filter narrows the cycle to the pool.
 func TestPreFilterAsksOncePerCycle(t *testing.T) {
-	var got []wire.EvaluateRequest
-	w := acmeWorld()
-	inner := acmeScript(nil)
-	w.evaluator = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		got = append(got, decodeRequest(t, r))
-		inner.ServeHTTP(rw, r)
-	})
-	h := w.start(t)
+	h := acmeWorld().start(t)
 	c := h.schedule(pod(acmeNS, "train"))
+	got := h.eval.asked()
 	if len(got) != 1 {
-		t.Fatalf("%d evaluator calls, want 1", len(got))
+		t.Fatalf("%d evaluations, want 1", len(got))
 	}
 	req := got[0]
 	var names []string
 	for _, n := range req.Nodes {
 		names = append(names, n.Name)
 		if n.Pool == acme && (n.State == nil || n.State.Incarnation != "boot-1" || n.UID != types.UID(n.Name+"-uid")) {
-			t.Errorf("node %s sent without its evidence or UID: %+v", n.Name, n)
+			t.Errorf("node %s judged without its evidence or UID: %+v", n.Name, n)
 		}
 	}
 	slices.Sort(names[:2]) // the pool, in the snapshot's order; the node in no pool comes last
 	if strings.Join(names, ",") != "a1,a2,free" {
-		t.Errorf("nodes asked about: %v, want a1,a2,free", names)
+		t.Errorf("nodes judged: %v, want a1,a2,free", names)
 	}
 	if req.Profile != guard.ProfileProduction || req.Tenant.ID != acme || req.Policy.Name != "strict" || req.Pod.Name != "train" {
 		t.Errorf("request = %+v", req)
@@ -359,48 +370,67 @@ func TestPreFilterAsksOncePerCycle(t *testing.T) {
 	}
 }
 
-// TestPerNodeMode checks the benchmark's naive variant: one call per node
-// in Filter, with the same answers.
-func TestPerNodeMode(t *testing.T) {
-	w := acmeWorld()
-	w.perNode = true
-	w.evaluator = acmeScript(map[string]wire.NodeResult{"a2": result(guard.DecisionDeny, guard.ReasonMIGForbidden, "MIG")})
-	h := w.start(t)
-	p := pod(acmeNS, "train")
-	c := h.schedule(p)
-	check(t, "Filter a1", c.filter["a1"], want{})
-	check(t, "Filter a2", c.filter["a2"], want{fwk.Unschedulable, "MIG_FORBIDDEN"})
-	check(t, "Filter free", c.filter["free"], want{fwk.UnschedulableAndUnresolvable, "OUTSIDE_POOL"})
-	if got := h.eval.calls.Load(); got != 4 {
-		t.Errorf("evaluator called %d times, want one per node (4)", got)
+// TestProfiles checks that the evaluator applies the plugin's profile:
+// production refuses mock evidence, lab accepts it as simulated
+// integration, and neither lets a forbidden sharing mode through.
+func TestProfiles(t *testing.T) {
+	for _, tc := range []struct {
+		profile guard.Profile
+		a1, a2  want
+	}{{
+		profile: guard.ProfileProduction,
+		a1:      want{fwk.UnschedulableAndUnresolvable, "(indeterminate): SOURCE_NOT_ACCEPTED: mock evidence is simulated and the production profile never accepts it"},
+		a2:      want{fwk.UnschedulableAndUnresolvable, "SOURCE_NOT_ACCEPTED"},
+	}, {
+		profile: guard.ProfileLab,
+		a1:      want{},
+		a2:      want{fwk.Unschedulable, "(deny): TIME_SLICING_FORBIDDEN"},
+	}} {
+		t.Run(string(tc.profile), func(t *testing.T) {
+			w := acmeWorld()
+			w.profile = tc.profile
+			for _, s := range w.states {
+				mocked(&s.Spec)
+			}
+			timeSliced(&w.states[1].Spec)
+			h := w.start(t)
+			if got := h.eval.next.(*evaluate.Evaluator).Profile(); got != tc.profile {
+				t.Errorf("the evaluator's profile is %q, want %q", got, tc.profile)
+			}
+			p := pod(acmeNS, "train")
+			c := h.schedule(p)
+			check(t, "Filter a1", c.filter["a1"], tc.a1)
+			check(t, "Filter a2", c.filter["a2"], tc.a2)
+			if c.filter["a1"].IsSuccess() {
+				check(t, "PreBind a1", h.bind(c, p, "a1"), want{})
+			}
+			for _, req := range h.eval.asked() {
+				if req.Profile != tc.profile {
+					t.Errorf("asked for profile %q, want %q", req.Profile, tc.profile)
+				}
+			}
+		})
 	}
-	h.guard.put(nodeState(poolNode("a1", acme), "boot-9"))
-	check(t, "PreBind a1", h.bind(c, p, "a1"), want{fwk.UnschedulableAndUnresolvable, "NODE_CHANGED"})
 }
 
-// TestEvaluatorFailureRetries checks that a pod refused for want of a
-// decision is woken again, and that the evaluator is left alone meanwhile.
-func TestEvaluatorFailureRetries(t *testing.T) {
-	w := acmeWorld()
-	w.evaluator = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
-	p := pod(acmeNS, "train")
-	w.pods = []*corev1.Pod{p}
-	h := w.start(t)
-	check(t, "first PreFilter", h.schedule(p).preFilter, want{fwk.UnschedulableAndUnresolvable, "EVALUATOR_ERROR"})
-	check(t, "second PreFilter", h.schedule(p).preFilter, want{fwk.UnschedulableAndUnresolvable, "not asking the evaluator"})
-	if got := h.eval.calls.Load(); got != 1 {
-		t.Errorf("evaluator called %d times while backing off, want 1", got)
+// TestCheckAnswer holds answers against their request.
+func TestCheckAnswer(t *testing.T) {
+	req := &wire.EvaluateRequest{Nodes: []wire.Node{{Name: "a1"}, {Name: "a2"}}}
+	answer := func() *wire.EvaluateResponse {
+		return &wire.EvaluateResponse{Pod: wire.Verdict{Decision: guard.DecisionAllow},
+			Results: []wire.NodeResult{{Node: "a1", Decision: guard.DecisionAllow}, {Node: "a2", Decision: guard.DecisionDeny}}}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(h.activated.woken()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	if err := checkAnswer(req, answer()); err != nil {
+		t.Errorf("a matching answer: %v", err)
 	}
-	if got := h.activated.woken(); len(got) == 0 || got[0] != acmeNS+"/train" {
-		t.Fatalf("woken pods = %v, want %s/train", got, acmeNS)
+	for name, tamper := range map[string]func(*wire.EvaluateResponse) *wire.EvaluateResponse{
+		"a node missing": dropsLast, "another node": renames, "out of order": reorders,
+		"a node twice": duplicates, "an unknown pod decision": unknownDecision, "no answer": noAnswer,
+	} {
+		if err := checkAnswer(req, tamper(answer())); !errors.Is(err, errMismatch) {
+			t.Errorf("%s: error %v, want a mismatch", name, err)
+		}
 	}
-	h.eval.set(acmeScript(nil))
-	time.Sleep(minBackoff)
-	check(t, "PreFilter after recovery", h.schedule(p).preFilter, want{})
 }
 
 // TestCachesNotSynced refuses every pod, protected or not, until the

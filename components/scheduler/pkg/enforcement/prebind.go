@@ -59,7 +59,7 @@ func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleSt
 	if f.state != nil && f.state.Spec.NodeUID != st.chosenUID {
 		return nodeChanged("the evidence of node %s now describes node UID %s, not the judged %s", nodeName, f.state.Spec.NodeUID, st.chosenUID)
 	}
-	if j := st.judgementOf(nodeName); j != nil && j.incarnation != "" {
+	if j := st.judged[nodeName]; j != nil && j.incarnation != "" {
 		now := "none"
 		if f.state != nil {
 			now = f.state.Spec.Incarnation
@@ -74,13 +74,14 @@ func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleSt
 	}
 	ev, err := pl.evaluate(ctx, pointPreBind, pl.request(pod, &f.id, []wire.Node{n}))
 	if err != nil {
-		return evaluatorStatus(err)
+		countRefusal(pointPreBind, []guard.Reason{guard.ReasonEvaluatorError})
+		return mismatchStatus(err)
 	}
 	if ev.Pod.Decision != guard.DecisionAllow {
 		countRefusal(pointPreBind, ev.Pod.Reasons)
 		return podStatus(ev.Pod, f.id.note)
 	}
-	r, _ := ev.Node(nodeName)
+	r := ev.Results[0]
 	if r.Decision != guard.DecisionAllow {
 		countRefusal(pointPreBind, r.Reasons)
 	}

@@ -3,15 +3,12 @@ package enforcement
 import (
 	"context"
 	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
-	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
@@ -69,7 +66,7 @@ func candidate(n *corev1.Node, pool string) wire.Node {
 
 // ask returns the evaluator's answer about the snapshot, reusing a recent
 // answer about an identical one.
-func (pl *Enforcement) ask(ctx context.Context, pod *corev1.Pod, id *identity, candidates []wire.Node, key string) (*client.Evaluation, error) {
+func (pl *Enforcement) ask(ctx context.Context, pod *corev1.Pod, id *identity, candidates []wire.Node, key string) (*wire.EvaluateResponse, error) {
 	if ev, ok := pl.answers.get(key); ok && key != "" {
 		reusedTotal.Inc()
 		return ev, nil
@@ -116,25 +113,6 @@ func lookup(st *cycleState, node *corev1.Node, pool string) *fwk.Status {
 	return nodeStatus(j)
 }
 
-// filterPerNode asks the evaluator about one node: the naive design that
-// the per-cycle snapshot replaces, kept to measure the difference.
-func (pl *Enforcement) filterPerNode(ctx context.Context, st *cycleState, pod *corev1.Pod, node *corev1.Node, pool string) *fwk.Status {
-	n := candidate(node, pool)
-	if s := pl.caches.state(node.Name); s != nil && pool != "" {
-		n.State = &s.Spec
-	}
-	ev, err := pl.evaluate(ctx, pointFilter, pl.request(pod, &st.id, []wire.Node{n}))
-	if err != nil {
-		return evaluatorStatus(err)
-	}
-	if ev.Pod.Decision != guard.DecisionAllow {
-		return podStatus(ev.Pod, st.id.note)
-	}
-	j := newJudgement(node.UID, ev.Results[0])
-	st.record(node.Name, j)
-	return nodeStatus(j)
-}
-
 // request builds an evaluation request for the pod.
 func (pl *Enforcement) request(pod *corev1.Pod, id *identity, nodes []wire.Node) *wire.EvaluateRequest {
 	if nodes == nil {
@@ -147,17 +125,4 @@ func (pl *Enforcement) request(pod *corev1.Pod, id *identity, nodes []wire.Node)
 		Policy:  id.policy,
 		Nodes:   nodes,
 	}
-}
-
-// evaluate calls the evaluator and records the call.
-func (pl *Enforcement) evaluate(ctx context.Context, point string, req *wire.EvaluateRequest) (*client.Evaluation, error) {
-	start := time.Now()
-	ev, err := pl.eval.Evaluate(ctx, req)
-	evaluationDuration.WithLabelValues(point).Observe(time.Since(start).Seconds())
-	evaluationsTotal.WithLabelValues(point, callResult(err)).Inc()
-	if err != nil {
-		klog.FromContext(ctx).V(2).Info("No decision from the evaluator", "point", point,
-			"pod", klog.KRef(req.Pod.Namespace, req.Pod.Name), "nodes", len(req.Nodes), "err", err)
-	}
-	return ev, err
 }

@@ -2,7 +2,6 @@ package enforcement
 
 import (
 	"fmt"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -38,30 +37,11 @@ type cycleState struct {
 	unpooled *judgement
 	// chosenUID is the UID of the node Reserve saw the pod go to.
 	chosenUID types.UID
-
-	// mu guards judged in the per-node mode, where Filter fills it
-	// concurrently.
-	mu sync.Mutex
 }
 
 // Clone shares the snapshot: it is not changed after PreFilter, except by
 // Reserve, which runs on the cycle's own state after every clone is gone.
 func (s *cycleState) Clone() fwk.StateData { return s }
-
-func (s *cycleState) judgementOf(node string) *judgement {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.judged[node]
-}
-
-func (s *cycleState) record(node string, j *judgement) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.judged == nil {
-		s.judged = map[string]*judgement{}
-	}
-	s.judged[node] = j
-}
 
 func readState(cs fwk.CycleState) (*cycleState, error) {
 	data, err := cs.Read(stateKey)

@@ -1,15 +1,12 @@
 package enforcement
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
-	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
@@ -65,23 +62,12 @@ func tenantMismatch(nodePool string, id *identity) *fwk.Status {
 		guard.ReasonTenantMismatch, nodePool, id.pool(), id.tenant.ID))
 }
 
-// failureReason classifies an evaluator failure by the caller reasons.
-func failureReason(err error) guard.Reason {
-	switch {
-	case errors.Is(err, client.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return guard.ReasonEvaluatorTimeout
-	case errors.Is(err, client.ErrUnavailable), errors.Is(err, context.Canceled):
-		return guard.ReasonEvaluatorUnavailable
-	}
-	return guard.ReasonEvaluatorError
-}
-
-// evaluatorStatus refuses every node when no decision could be obtained:
-// a timeout, an unreachable evaluator, an error status or an answer that
-// does not add up is never an allow.
-func evaluatorStatus(err error) *fwk.Status {
+// mismatchStatus refuses every node when the evaluator's answer does not
+// match its request: no node is allowed on an answer that cannot be read
+// node by node.
+func mismatchStatus(err error) *fwk.Status {
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
-		"Xila Guard refused the pod: %s: no decision from the evaluator, so no node is allowed: %v", failureReason(err), err))
+		"Xila Guard refused the pod: %s: %v, so no node is allowed", guard.ReasonEvaluatorError, err))
 }
 
 // nodeChanged refuses a bind whose node is not the one that was judged.

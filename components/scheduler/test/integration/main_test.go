@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -25,29 +23,17 @@ var (
 	kube       kubernetes.Interface
 	k8s        client.Client
 	kubeconfig string
-	coreBinary string
 )
 
 func TestMain(m *testing.M) {
 	testenv.Main(m, setup)
 }
 
-// setup builds xila-guard-core and connects to the API server that testenv
-// started with the CRDs.
+// setup connects to the API server that testenv started with the CRDs.
 func setup(e *testenv.Env) error {
-	coreBinary = filepath.Join(e.Dir, "xila-guard-core")
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("building xila-guard-core needs the go command on PATH: %w", err)
-	}
-	build := exec.Command(goBin, "build", "-o", coreBinary,
-		"github.com/xila-guard/xila-guard/components/core/cmd/xila-guard-core")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building xila-guard-core: %w", err)
-	}
 	ctrllog.SetLogger(logr.Discard())
 	k8s = e.Client
+	var err error
 	if kube, err = kubernetes.NewForConfig(e.Config); err != nil {
 		return err
 	}
@@ -55,7 +41,7 @@ func setup(e *testenv.Env) error {
 		return err
 	}
 	// The plugin reads these; the tests configure it through its args.
-	for _, v := range []string{"XILAGUARD_CORE_URL", "XILAGUARD_ENFORCE_ACCEPT_MOCK", "XILAGUARD_EVAL_TIMEOUT_MS", "XILAGUARD_POOL_LABEL"} {
+	for _, v := range []string{"XILAGUARD_ENFORCE_ACCEPT_MOCK", "XILAGUARD_POOL_LABEL"} {
 		os.Unsetenv(v)
 	}
 	schedmetrics.Register()

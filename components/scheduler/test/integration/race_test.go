@@ -15,7 +15,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
-	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
@@ -82,7 +81,7 @@ type namedPlugin struct {
 // that turned bad makes it refuse for good.
 func TestIntegrationFilterPreBindRace(t *testing.T) {
 	g, gatePlugin := newGate()
-	startScheduler(t, pluginArgs{coreURL: startCore(t, guard.ProfileProduction), timeout: time.Second}, gatePlugin)
+	startScheduler(t, pluginArgs{}, gatePlugin)
 	tn := newTenant(t)
 
 	hold := func(t *testing.T, p *corev1.Pod) held {

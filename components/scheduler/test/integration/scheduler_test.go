@@ -17,15 +17,13 @@ import (
 
 // pluginArgs configure XilaGuardEnforcement for one test.
 type pluginArgs struct {
-	coreURL    string
 	acceptMock bool
-	timeout    time.Duration
 }
 
 // startScheduler runs xila-guard-scheduler from the repository's example
 // configuration, changed only where a test must: the API server, no leader
-// election, the evaluator, and any extra plugins enabled on every
-// extension point they implement. It stops when the test ends.
+// election, the evaluator's profile, and any extra plugins enabled on
+// every extension point they implement. It stops when the test ends.
 func startScheduler(t *testing.T, args pluginArgs, extra ...namedPlugin) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "config", "config.yaml"))
@@ -40,7 +38,7 @@ func startScheduler(t *testing.T, args pluginArgs, extra ...namedPlugin) {
 	cfg["leaderElection"] = map[string]any{"leaderElect": false}
 	profile := cfg["profiles"].([]any)[0].(map[string]any)
 	pc := profile["pluginConfig"].([]any)[0].(map[string]any)
-	pc["args"] = map[string]any{"coreURL": args.coreURL, "acceptMock": args.acceptMock, "evalTimeout": args.timeout.String()}
+	pc["args"].(map[string]any)["acceptMock"] = args.acceptMock
 	multi := profile["plugins"].(map[string]any)["multiPoint"].(map[string]any)
 	var options []app.Option
 	for _, p := range extra {

@@ -1,6 +1,6 @@
 // Command webhook-load measures the admission webhook's latency under load
 // on loopback: it serves the real handler over HTTPS, backed by a fixed
-// cluster and a real xila-guard-core, and sends AdmissionReviews at fixed
+// cluster and the in-process evaluator, and sends AdmissionReviews at fixed
 // rates (open loop: a request leaves at its slot whether or not earlier
 // ones have answered, and its latency counts from when it left; how late
 // the generator was is reported beside it). A baseline
@@ -8,7 +8,7 @@
 // the same process, so the report separates the webhook's own cost from
 // the transport's.
 //
-//	go run ./components/webhook/cmd/webhook-load --core-bin _output/bin/xila-guard-core
+//	go run ./components/webhook/cmd/webhook-load
 package main
 
 import (
@@ -24,8 +24,6 @@ import (
 )
 
 type options struct {
-	coreBin  string
-	coreURL  string
 	rates    []int
 	duration time.Duration
 	warmup   time.Duration
@@ -40,14 +38,12 @@ type options struct {
 func main() {
 	o := options{}
 	var rates string
-	flag.StringVar(&o.coreBin, "core-bin", "_output/bin/xila-guard-core", "xila-guard-core binary to start on loopback (ignored with --core-url)")
-	flag.StringVar(&o.coreURL, "core-url", "", "evaluator to use instead of starting --core-bin")
 	flag.StringVar(&rates, "rates", "200,1000", "comma-separated request rates per second")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per scenario, rate and run")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each measurement")
 	flag.IntVar(&o.runs, "runs", 3, "runs per scenario and rate; the report gives medians over runs")
 	flag.BoolVar(&o.goDefaults, "go-defaults", false, "run the webhook with Go's collector defaults instead of the chart's GOGC and GOMEMLIMIT")
-	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator and the webhook (not the evaluator) to this file")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator and the webhook to this file")
 	flag.Parse()
 	for _, r := range strings.Split(rates, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(r))

@@ -44,28 +44,19 @@ type result struct {
 
 func run(ctx context.Context, o options) error {
 	collector := collectLikeTheChart(o.goDefaults)
-	coreURL := o.coreURL
-	if coreURL == "" {
-		url, stop, err := startCore(ctx, o.coreBin)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		coreURL = url
-	}
-	s, err := startServers(coreURL)
+	s, err := startServers()
 	if err != nil {
 		return err
 	}
 	defer s.close()
 	scenarios := []scenario{
 		{name: "baseline (constant answer, same TLS stack)", body: review(samplePod("acme-ml", false)), allowed: true, baseline: true},
-		{name: "allowed: protected pod (rules + evaluator call)", body: review(samplePod("acme-ml", false)), allowed: true},
+		{name: "allowed: protected pod (rules + evaluator)", body: review(samplePod("acme-ml", false)), allowed: true},
 		{name: "allowed: plain pod (pool rules, no evaluator)", body: review(samplePod("web", false)), allowed: true},
 		{name: "denied: privileged protected pod", body: review(samplePod("acme-ml", true)), allowed: false},
 	}
-	fmt.Printf("webhook-load: GOMAXPROCS=%d, %s per measurement after %s warm-up, %d runs, evaluator %s, webhook collector %s\n\n",
-		runtime.GOMAXPROCS(0), o.duration, o.warmup, o.runs, coreURL, collector)
+	fmt.Printf("webhook-load: GOMAXPROCS=%d, %s per measurement after %s warm-up, %d runs, webhook collector %s\n\n",
+		runtime.GOMAXPROCS(0), o.duration, o.warmup, o.runs, collector)
 	fmt.Printf("load average before: %s\n\n", loadavg())
 	defer func() { fmt.Printf("\nload average after: %s\n", loadavg()) }()
 	fmt.Println("| scenario | rate (req/s) | p50 | p99 | max | p99 / baseline p99 | sent late, p99 | new connections | cpu/req (client+webhook) | wrong or failed |")

@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -22,12 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/testcert"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
-	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
-	"github.com/xila-guard/xila-guard/components/webhook/internal/testcert"
 )
 
 // fixedCluster is a cluster held in memory: one tenant namespace, one
@@ -56,8 +53,8 @@ func (fixedCluster) Pod(_ context.Context, ns, name string) (*corev1.Pod, error)
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, nil
 }
 
-// chartGo is the Go runtime's settings the chart gives the webhook and the
-// evaluator (values.yaml: webhook.go, enforcement.core.go).
+// chartGo is the Go runtime's settings the chart gives the webhook
+// (values.yaml: webhook.go).
 var chartGo = []string{"GOGC=400", "GOMEMLIMIT=200MiB"}
 
 // collectLikeTheChart gives this process, which serves the webhook, the
@@ -88,41 +85,6 @@ func collectLikeTheChart(goDefaults bool) string {
 	return strings.Join(applied, " ")
 }
 
-// startCore runs xila-guard-core on a free loopback port.
-func startCore(ctx context.Context, bin string) (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.CommandContext(ctx, bin, "--listen", addr, "--log-level", "warn")
-	// The collector settings the chart gives the evaluator, unless the
-	// caller chose others.
-	cmd.Env = os.Environ()
-	for _, kv := range chartGo {
-		if k, _, _ := strings.Cut(kv, "="); os.Getenv(k) == "" {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	base := "http://" + addr
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get(base + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base, stop, nil
-			}
-		}
-	}
-	stop()
-	return "", nil, fmt.Errorf("%s did not become ready", bin)
-}
-
 // servers are the webhook and the baseline on loopback HTTPS.
 type servers struct {
 	webhook, baseline string
@@ -133,7 +95,7 @@ type servers struct {
 	conns atomic.Int64
 }
 
-func startServers(coreURL string) (*servers, error) {
+func startServers() (*servers, error) {
 	ca, err := testcert.NewCA()
 	if err != nil {
 		return nil, err
@@ -153,16 +115,12 @@ func startServers(coreURL string) (*servers, error) {
 	os.RemoveAll(dir)
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
-	ev, err := client.New(coreURL, client.WithHTTPClient(&http.Client{Transport: t}))
-	if err != nil {
-		return nil, err
-	}
-	local, err := evaluate.New(evaluate.Options{})
+	ev, err := evaluate.New(evaluate.Options{})
 	if err != nil {
 		return nil, err
 	}
 	v, err := admission.New(admission.Config{PoolLabel: guard.LabelTenantPool, Cluster: fixedCluster{}, Evaluator: ev,
-		Local: local, Profile: guard.ProfileProduction})
+		Profile: guard.ProfileProduction})
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
-	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -55,18 +54,12 @@ type Cluster interface {
 	Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 }
 
-// LocalEvaluator is the evaluator library linked in-process;
-// *evaluate.Evaluator is one. It judges bindings, for one node each.
-type LocalEvaluator interface {
+// Evaluator is the evaluator library linked in-process;
+// *evaluate.Evaluator is one. It decides a protected pod's
+// node-independent verdict at CREATE, and every binding for its node.
+type Evaluator interface {
 	Evaluate(req *wire.EvaluateRequest) *wire.EvaluateResponse
 }
-
-// Evaluator asks xila-guard-core for a decision; *client.Client is one.
-type Evaluator interface {
-	Evaluate(ctx context.Context, req *wire.EvaluateRequest) (*client.Evaluation, error)
-}
-
-var _ Evaluator = (*client.Client)(nil)
 
 // Config configures a Validator.
 type Config struct {
@@ -92,15 +85,11 @@ type Config struct {
 	ReportBinders []string
 	// Cluster reads the cluster.
 	Cluster Cluster
-	// Local judges every binding of a protected pod for its node.
-	Local LocalEvaluator
-	// Profile is the evaluator profile asked for at bind time; production
-	// when empty.
-	Profile guard.Profile
-	// Evaluator checks protected pods' node-independent verdict. Nil
-	// skips that check: the tenant must still resolve, and the local rules
-	// still apply.
+	// Evaluator decides protected pods at CREATE and every binding of a
+	// protected pod, or onto a pool node, for its node.
 	Evaluator Evaluator
+	// Profile is the evaluator profile asked for; production when empty.
+	Profile guard.Profile
 	// Metrics records requests; nil records nothing.
 	Metrics *Metrics
 	// Logger receives one line per refusal; nil discards.
@@ -115,8 +104,8 @@ func (c *Config) validate() error {
 	if c.Cluster == nil {
 		errs = append(errs, errors.New("a cluster reader is required"))
 	}
-	if c.Local == nil {
-		errs = append(errs, errors.New("an in-process evaluator is required to judge bindings"))
+	if c.Evaluator == nil {
+		errs = append(errs, errors.New("an in-process evaluator is required"))
 	}
 	if c.Profile != "" && !c.Profile.IsValid() {
 		errs = append(errs, fmt.Errorf("profile %q: want production or lab", c.Profile))

@@ -18,7 +18,6 @@ import (
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
-	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
@@ -126,29 +125,32 @@ func (f *fakeCluster) TenantPodsOn(_ context.Context, node string) ([]string, er
 	return f.podsOn[node], nil
 }
 
-// fakeEvaluator answers with a fixed verdict or error and counts calls.
+// fakeEvaluator answers a pod's node-independent question with a fixed
+// verdict and counts those calls; questions about nodes (bindings) go to
+// the real evaluator.
 type fakeEvaluator struct {
 	verdict wire.Verdict
-	err     error
+	real    Evaluator
 	calls   int
 	last    *wire.EvaluateRequest
 }
 
-func (f *fakeEvaluator) Evaluate(_ context.Context, req *wire.EvaluateRequest) (*client.Evaluation, error) {
+func (f *fakeEvaluator) Evaluate(req *wire.EvaluateRequest) *wire.EvaluateResponse {
+	if len(req.Nodes) > 0 {
+		return f.real.Evaluate(req)
+	}
 	f.calls++
 	f.last = req
-	if f.err != nil {
-		return nil, f.err
-	}
-	return &client.Evaluation{Profile: guard.ProfileProduction, Pod: f.verdict}, nil
+	return &wire.EvaluateResponse{Profile: guard.ProfileProduction, Pod: f.verdict, Results: []wire.NodeResult{}}
 }
 
 func allowVerdict() wire.Verdict {
 	return wire.Verdict{Decision: guard.DecisionAllow, Message: "tenant acme, policy acme-policy"}
 }
 
-func newValidator(t *testing.T, c *fakeCluster, ev Evaluator) *Validator {
+func newValidator(t *testing.T, c *fakeCluster, ev *fakeEvaluator) *Validator {
 	t.Helper()
+	ev.real = localEvaluator(t)
 	v, err := New(Config{
 		PoolLabel:              pool,
 		SchedulerProfiles:      map[string][]string{"volcano": {"volcano.sh/job-name"}},
@@ -157,7 +159,6 @@ func newValidator(t *testing.T, c *fakeCluster, ev Evaluator) *Validator {
 		ReportBinders:          []string{reporter},
 		Cluster:                c,
 		Evaluator:              ev,
-		Local:                  localEvaluator(t),
 		Profile:                guard.ProfileProduction,
 	})
 	if err != nil {
@@ -279,7 +280,7 @@ func codes(resp *admissionv1.AdmissionResponse) []string {
 
 var errBoom = errors.New("boom")
 
-func localEvaluator(t *testing.T) LocalEvaluator {
+func localEvaluator(t *testing.T) Evaluator {
 	t.Helper()
 	e, err := evaluate.New(evaluate.Options{})
 	if err != nil {

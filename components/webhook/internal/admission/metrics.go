@@ -1,14 +1,12 @@
 package admission
 
 import (
-	"errors"
 	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
-	"github.com/xila-guard/xila-guard/components/core/client"
 )
 
 // Metrics are the webhook's Prometheus metrics. Every label takes values
@@ -17,7 +15,6 @@ import (
 type Metrics struct {
 	requests   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
-	evaluator  *prometheus.CounterVec
 	badReviews prometheus.Counter
 	bindings   *prometheus.CounterVec
 }
@@ -35,10 +32,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			// From 25µs to about 2.5s.
 			Buckets: prometheus.ExponentialBuckets(25e-6, 2.5, 14),
 		}, []string{"resource"}),
-		evaluator: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "xilaguard_webhook_evaluator_calls_total",
-			Help: "Calls to the evaluator, by result: ok, timeout, unavailable, error.",
-		}, []string{"result"}),
 		badReviews: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "xilaguard_webhook_malformed_reviews_total",
 			Help: "HTTP requests refused with a 4xx status because they were not a decodable AdmissionReview v1 POST.",
@@ -48,7 +41,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Bindings judged for their node at bind time by the in-process evaluator (judged), and bindings of a report-only binder allowed although they would be refused (reported).",
 		}, []string{"result"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.evaluator, m.badReviews, m.bindings)
+	reg.MustRegister(m.requests, m.latency, m.badReviews, m.bindings)
 	return m
 }
 
@@ -81,23 +74,6 @@ var (
 
 func knownReason(r guard.Reason) bool {
 	return r.IsKnown() || slices.Contains(guard.CallerReasons, r) || slices.Contains(guard.AdmissionReasons, r)
-}
-
-func (m *Metrics) evaluation(err error) {
-	if m == nil {
-		return
-	}
-	result := "ok"
-	switch {
-	case err == nil:
-	case errors.Is(err, client.ErrTimeout):
-		result = "timeout"
-	case errors.Is(err, client.ErrUnavailable):
-		result = "unavailable"
-	default:
-		result = "error"
-	}
-	m.evaluator.WithLabelValues(result).Inc()
 }
 
 func (m *Metrics) malformed() {

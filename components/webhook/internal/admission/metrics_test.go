@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,14 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
-	"github.com/xila-guard/xila-guard/components/core/client"
 )
 
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	ev := &fakeEvaluator{verdict: allowVerdict()}
-	v, err := New(Config{PoolLabel: pool, Cluster: newFakeCluster(), Evaluator: ev, Metrics: m, Local: localEvaluator(t)})
+	ev := &fakeEvaluator{verdict: allowVerdict(), real: localEvaluator(t)}
+	v, err := New(Config{PoolLabel: pool, Cluster: newFakeCluster(), Evaluator: ev, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,11 +25,10 @@ func TestMetrics(t *testing.T) {
 	send(makePod(tenantNS).obj())
 	send(makePod(tenantNS).scheduler("other").obj())
 	send(makePod(tenantNS).scheduler("other").obj())
-	ev.err = fmt.Errorf("%w: refused", client.ErrUnavailable)
+	ev.verdict.Decision, ev.verdict.Reasons = "indeterminate", []guard.Reason{guard.ReasonNoPolicy}
 	send(makePod(tenantNS).obj())
 
 	post(t, v.PodsHandler(), request(t, "made-up-resource", "", "MADE_UP", plainNS, "u", makePod(plainNS).obj(), nil))
-	ev.err = nil
 	ev.verdict.Decision, ev.verdict.Reasons = "deny", []guard.Reason{"INVENTED_BY_A_NEWER_EVALUATOR"}
 	send(makePod(tenantNS).obj())
 
@@ -41,7 +38,7 @@ func TestMetrics(t *testing.T) {
 	}{
 		{[]string{"pods", "CREATE", "allowed", "NONE"}, 1},
 		{[]string{"pods", "CREATE", "denied", "SCHEDULER_NOT_ALLOWED"}, 2},
-		{[]string{"pods", "CREATE", "denied", "EVALUATOR_UNAVAILABLE"}, 1},
+		{[]string{"pods", "CREATE", "denied", "NO_POLICY"}, 1},
 		{[]string{"other", "other", "denied", "UNEXPECTED_REQUEST"}, 1},
 		{[]string{"pods", "CREATE", "denied", "OTHER"}, 1},
 	} {
@@ -49,11 +46,8 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("requests%v = %v, want %v", c.labels, got, c.want)
 		}
 	}
-	if got := testutil.ToFloat64(m.evaluator.WithLabelValues("ok")); got != 2 {
-		t.Errorf("evaluator ok = %v, want 2", got)
-	}
-	if got := testutil.ToFloat64(m.evaluator.WithLabelValues("unavailable")); got != 1 {
-		t.Errorf("evaluator unavailable = %v, want 1", got)
+	if ev.calls != 3 {
+		t.Errorf("evaluator asked %d times, want 3 (the pods the rules did not refuse first)", ev.calls)
 	}
 	if n := testutil.CollectAndCount(m.latency); n != 2 {
 		t.Errorf("latency series = %d, want 2 (pods, other)", n)

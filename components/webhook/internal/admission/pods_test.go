@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
-	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
@@ -247,7 +245,6 @@ func TestProtectedPodEvaluator(t *testing.T) {
 	cases := []struct {
 		name    string
 		verdict wire.Verdict
-		err     error
 		want    guard.Reason
 		message string
 	}{
@@ -255,14 +252,10 @@ func TestProtectedPodEvaluator(t *testing.T) {
 		{name: "no policy", verdict: wire.Verdict{Decision: guard.DecisionIndeterminate, Reasons: []guard.Reason{guard.ReasonNoPolicy}, Message: "NO_POLICY: no policy"},
 			want: guard.ReasonNoPolicy, message: "NO_POLICY: no policy"},
 		{name: "deny without reasons", verdict: wire.Verdict{Decision: guard.DecisionDeny}, want: guard.ReasonEvaluatorError},
-		{name: "down", err: fmt.Errorf("%w: connection refused", client.ErrUnavailable), want: guard.ReasonEvaluatorUnavailable, message: "fail closed"},
-		{name: "slow", err: fmt.Errorf("%w: deadline", client.ErrTimeout), want: guard.ReasonEvaluatorTimeout, message: "fail closed"},
-		{name: "garbage", err: fmt.Errorf("%w: invalid character", client.ErrMalformedResponse), want: guard.ReasonEvaluatorError, message: "malformed"},
-		{name: "status", err: &client.StatusError{Code: 500}, want: guard.ReasonEvaluatorError, message: "HTTP 500"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ev := &fakeEvaluator{verdict: tc.verdict, err: tc.err}
+			ev := &fakeEvaluator{verdict: tc.verdict}
 			v := newValidator(t, newFakeCluster(), ev)
 			pod := makePod(tenantNS).obj()
 			resp := post(t, v.PodsHandler(), request(t, "pods", "", admissionv1.Create, tenantNS, "u", pod, nil))
@@ -285,16 +278,9 @@ func TestProtectedPodEvaluator(t *testing.T) {
 	}
 }
 
-func TestNoEvaluator(t *testing.T) {
-	v, err := New(Config{PoolLabel: pool, Cluster: newFakeCluster(), Local: localEvaluator(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp := post(t, v.PodsHandler(), request(t, "pods", "", admissionv1.Create, tenantNS, "u", makePod(tenantNS).obj(), nil)); !resp.Allowed {
-		t.Errorf("compliant pod refused: %v", resp.Result)
-	}
-	if resp := post(t, v.PodsHandler(), request(t, "pods", "", admissionv1.Create, "orphaned", "u", makePod("orphaned").obj(), nil)); resp.Allowed {
-		t.Error("unresolved tenant allowed without an evaluator")
+func TestEvaluatorRequired(t *testing.T) {
+	if _, err := New(Config{PoolLabel: pool, Cluster: newFakeCluster()}); err == nil || !strings.Contains(err.Error(), "evaluator is required") {
+		t.Errorf("New without an evaluator: %v, want an error", err)
 	}
 }
 

@@ -3,7 +3,6 @@ package admission
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
-	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
@@ -42,9 +40,6 @@ func New(cfg Config) (*Validator, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Evaluator != nil {
-		cfg.Evaluator = newCoalescer(cfg.Evaluator)
 	}
 	profiles := map[string][]labels.Selector{}
 	for name, sels := range cfg.SchedulerProfiles {
@@ -153,28 +148,13 @@ func (v *Validator) checkTenant(ctx context.Context, subject, ns string, pod *co
 		}
 		return deny(subject, violation{RuleTenant, guard.ReasonTenantUnresolved, "metadata.namespace", detail})
 	}
-	if v.cfg.Evaluator == nil {
-		return outcome{}
-	}
-	req := &wire.EvaluateRequest{
-		Pod:    wire.Pod{Namespace: ns, Name: pod.Name, UID: pod.UID},
-		Tenant: id.Tenant,
-		Policy: id.Policy,
-		Nodes:  []wire.Node{},
-	}
-	ev, err := v.cfg.Evaluator.Evaluate(ctx, req)
-	v.cfg.Metrics.evaluation(err)
-	if err != nil {
-		reason := guard.ReasonEvaluatorError
-		switch {
-		case errors.Is(err, client.ErrTimeout):
-			reason = guard.ReasonEvaluatorTimeout
-		case errors.Is(err, client.ErrUnavailable):
-			reason = guard.ReasonEvaluatorUnavailable
-		}
-		return deny(subject, violation{RuleEvaluator, reason, "",
-			fmt.Sprintf("the evaluator gave no decision, so the pod is refused (fail closed): %v", err)})
-	}
+	ev := v.cfg.Evaluator.Evaluate(&wire.EvaluateRequest{
+		Profile: v.cfg.Profile,
+		Pod:     wire.Pod{Namespace: ns, Name: pod.Name, UID: pod.UID},
+		Tenant:  id.Tenant,
+		Policy:  id.Policy,
+		Nodes:   []wire.Node{},
+	})
 	if ev.Pod.Decision == guard.DecisionAllow {
 		return outcome{}
 	}
@@ -305,7 +285,7 @@ func (v *Validator) judgeBinding(ctx context.Context, subject, ns, name string, 
 	if st, ok := v.cfg.Cluster.State(node.Name); ok {
 		candidate.State = st
 	}
-	res := v.cfg.Local.Evaluate(&wire.EvaluateRequest{
+	res := v.cfg.Evaluator.Evaluate(&wire.EvaluateRequest{
 		Profile: v.cfg.Profile,
 		Pod:     wire.Pod{Namespace: ns, Name: name},
 		Tenant:  id.Tenant,

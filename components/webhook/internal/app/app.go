@@ -5,7 +5,6 @@ package app
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,19 +17,21 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	cwmetrics "sigs.k8s.io/controller-runtime/pkg/certwatcher/metrics"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/version"
-	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
-	"github.com/xila-guard/xila-guard/components/webhook/internal/certs"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/cluster"
 )
 
@@ -82,22 +83,14 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	ev, err := evaluator(o)
-	if err != nil {
-		return err
-	}
-	if ev == nil {
-		logger.Warn("no --core-url: protected pods are checked without the evaluator; their tenant must still resolve")
-	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := admission.NewMetrics(reg)
-	local, err := evaluate.New(evaluate.Options{Profile: guard.Profile(o.profile)})
+	ev, err := evaluate.New(evaluate.Options{Profile: guard.Profile(o.profile)})
 	if err != nil {
 		return err
 	}
 	v, err := admission.New(admission.Config{
-		Local:                  local,
 		Profile:                guard.Profile(o.profile),
 		ReportBinders:          o.reportBinders.values,
 		PoolLabel:              o.poolLabel,
@@ -112,14 +105,13 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	reloader, err := certs.New(o.tlsCertFile, o.tlsKeyFile, o.tlsCheckInterval, logger)
+	// The certificate watcher logs through controller-runtime's logger.
+	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler()))
+	watcher, err := certwatcher.New(o.tlsCertFile, o.tlsKeyFile)
 	if err != nil {
-		return err
+		return fmt.Errorf("loading the serving certificate: %w", err)
 	}
-	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "xilaguard_webhook_tls_reloads_total",
-		Help: "Reloads of the serving certificate after its files changed, by result (ok, error).",
-	}, []string{"result"})
+	watcher = watcher.WithWatchInterval(o.tlsCheckInterval)
 	synced := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "xilaguard_webhook_caches_synced",
 		Help: "1 once every informer cache has synced, else 0.",
@@ -129,18 +121,19 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		}
 		return 0
 	})
-	reg.MustRegister(reloads, synced)
-	reloader.OnReload = func(err error) {
-		if err != nil {
-			reloads.WithLabelValues("error").Inc()
-			return
-		}
-		reloads.WithLabelValues("ok").Inc()
-	}
+	reg.MustRegister(synced, cwmetrics.ReadCertificateTotal, cwmetrics.ReadCertificateErrors)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cl.Start(ctx)
+	go func() {
+		// Reads the pair again when its files change, and every
+		// --tls-check-interval in case a change went unnoticed.
+		if err := watcher.Start(ctx); err != nil {
+			logger.Error("watching the serving certificate failed; stopping", "err", err)
+			cancel()
+		}
+	}()
 
 	p := &probes{synced: cl.Synced}
 	mux := http.NewServeMux()
@@ -153,7 +146,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.listen, err)
 	}
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: reloader.GetCertificate}
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: watcher.GetCertificate}
 	servers := []*http.Server{newServer(mux, tlsCfg, logger)}
 	listeners := []net.Listener{tls.NewListener(tlsLn, tlsCfg)}
 	if o.metricsListen != "" {
@@ -172,7 +165,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		go func() { served <- s.Serve(listeners[i]) }()
 	}
 	logger.Info("serving", "addr", tlsLn.Addr().String(), "metricsAddr", o.metricsListen, "version", version.Get(),
-		"poolLabel", o.poolLabel, "coreURL", o.coreURL, "schedulerProfiles", o.schedulerProfiles.values,
+		"poolLabel", o.poolLabel, "profile", o.profile, "schedulerProfiles", o.schedulerProfiles.values,
 		"trustedServiceAccounts", o.trusted.values, "binderServiceAccounts", o.binders.values)
 	go func() {
 		if cl.WaitForSync(ctx) {
@@ -227,32 +220,4 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
 	}
 	return cfg, nil
-}
-
-// evaluator returns the evaluator client, or nil when --core-url is empty.
-func evaluator(o *options) (admission.Evaluator, error) {
-	if o.coreURL == "" {
-		return nil, nil
-	}
-	opts := []client.Option{client.WithTimeout(o.evalTimeout)}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	// Admission calls arrive from many API server goroutines at once.
-	t.MaxIdleConnsPerHost = 64
-	if o.coreCAFile != "" {
-		pem, err := os.ReadFile(o.coreCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading --core-ca-file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--core-ca-file %s holds no PEM certificate", o.coreCAFile)
-		}
-		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
-	}
-	opts = append(opts, client.WithHTTPClient(&http.Client{Transport: t}))
-	c, err := client.New(o.coreURL, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("--core-url: %w", err)
-	}
-	return c, nil
 }

@@ -30,9 +30,6 @@ type options struct {
 	tlsCertFile        string
 	tlsKeyFile         string
 	tlsCheckInterval   time.Duration
-	coreURL            string
-	coreCAFile         string
-	evalTimeout        time.Duration
 	kubeconfig         string
 	poolLabel          string
 	trusted            listFlag
@@ -100,10 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.metricsListen, "metrics-listen", ":8080", "address of a plain-HTTP server for /metrics, /healthz and /readyz; empty disables it")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM serving certificate (required); reloaded without a restart when the file changes")
 	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file (required)")
-	fs.DurationVar(&o.tlsCheckInterval, "tls-check-interval", time.Second, "how often, at most, a TLS handshake checks the certificate files for changes")
-	fs.StringVar(&o.coreURL, "core-url", guard.DefaultCoreURL, "base URL of the evaluator (xila-guard-core); empty checks protected pods without it (tenant resolution and the local rules only)")
-	fs.StringVar(&o.coreCAFile, "core-ca-file", "", "PEM CA bundle that verifies an https --core-url; empty uses the system roots")
-	fs.DurationVar(&o.evalTimeout, "eval-timeout", guard.DefaultEvalTimeout, "bound on one evaluator call; keep it below the webhook's timeoutSeconds")
+	fs.DurationVar(&o.tlsCheckInterval, "tls-check-interval", 10*time.Second, "how often the certificate files are read again, besides when they change")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the in-cluster service account")
 	fs.StringVar(&o.poolLabel, "pool-label", poolDefault, "node label, and taint key, that puts a node in a tenant's pool (default from "+guard.EnvPoolLabel+" when set)")
 	fs.Var(&o.trusted, "trusted-serviceaccounts", "comma-separated service accounts, each <namespace>:<name> or system:serviceaccount:<namespace>:<name>: pods running as one may target pools (infrastructure DaemonSets), and requests made as one may bind any pod; repeatable")
@@ -111,7 +105,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Var(&o.schedulerProfiles, "scheduler-profile", "<scheduler name>=<label selector>: a protected pod may name the external scheduler only when its labels match the selector (the orchestrator profile's workload selector), e.g. volcano=volcano.sh/job-name; repeatable, a pod may match any selector of its scheduler; every --external-schedulers name needs one")
 	fs.Var(&o.binders, "binder-serviceaccounts", "comma-separated service accounts allowed to bind protected pods and to bind pods to pool nodes: the controlled scheduler's and each accepted external scheduler's; setting it replaces the default, repeating it appends")
 	fs.Var(&o.reportBinders, "report-binders", "comma-separated binders (of --binder-serviceaccounts) whose bindings are only reported: a binding the node-scoped judgement would refuse is allowed and logged; repeatable")
-	fs.StringVar(&o.profile, "profile", string(guard.ProfileProduction), "evaluator profile for bindings: production (never accepts mock evidence) or lab")
+	fs.StringVar(&o.profile, "profile", string(guard.ProfileProduction), "profile of the in-process evaluator: production (never accepts mock evidence) or lab")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long to let requests in flight finish after SIGTERM")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
@@ -138,7 +132,7 @@ func (o *options) validate() error {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"--tls-check-interval", o.tlsCheckInterval}, {"--eval-timeout", o.evalTimeout}, {"--shutdown-timeout", o.shutdownTimeout}} {
+	}{{"--tls-check-interval", o.tlsCheckInterval}, {"--shutdown-timeout", o.shutdownTimeout}} {
 		if d.d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.d))
 		}

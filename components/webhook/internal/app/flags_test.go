@@ -53,7 +53,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--scheduler-profile=volcano"}, "want <scheduler name>=<label selector>"},
 		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--scheduler-profile=volcano=a in (("}, "--scheduler-profile volcano="},
 		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--scheduler-profile=xila-guard-scheduler=a"}, "profiles are for external schedulers"},
-		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--eval-timeout=0s"}, "--eval-timeout must be positive"},
+		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--core-url=http://127.0.0.1:8080"}, "flag provided but not defined: -core-url"},
 		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "--pool-label="}, "--pool-label"},
 		{[]string{"--tls-cert-file=c", "--tls-key-file=k", "extra"}, "unexpected arguments"},
 	}

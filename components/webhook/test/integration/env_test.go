@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -27,9 +26,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/testcert"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/app"
-	"github.com/xila-guard/xila-guard/components/webhook/internal/testcert"
 )
 
 func guardClient() (rest.Interface, error) {
@@ -53,21 +52,6 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// startCore runs the real evaluator and returns its base URL.
-func startCore(t *testing.T) string {
-	t.Helper()
-	addr := freeAddr(t)
-	cmd := exec.Command(coreBinary, "--listen", addr, "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	base := "http://" + addr
-	waitOK(t, http.DefaultClient, base+"/readyz", "xila-guard-core")
-	return base
 }
 
 func waitOK(t *testing.T, c *http.Client, url, what string) {
@@ -96,7 +80,7 @@ type webhook struct {
 
 // startWebhook runs the webhook in-process, as its command would, and
 // waits until it reports ready (caches synced).
-func startWebhook(t *testing.T, coreURL string, extra ...string) *webhook {
+func startWebhook(t *testing.T, extra ...string) *webhook {
 	t.Helper()
 	ca, err := testcert.NewCA()
 	if err != nil {
@@ -111,7 +95,7 @@ func startWebhook(t *testing.T, coreURL string, extra ...string) *webhook {
 	args := append([]string{
 		"--listen=" + w.addr, "--metrics-listen=", "--kubeconfig=" + kubeconfig,
 		"--tls-cert-file=" + certFile, "--tls-key-file=" + keyFile, "--tls-check-interval=100ms",
-		"--core-url=" + coreURL, "--eval-timeout=500ms", "--log-level=warn",
+		"--log-level=warn",
 		"--scheduler-profile=volcano=volcano.sh/job-name", "--trusted-serviceaccounts=infra:agent",
 		"--shutdown-timeout=2s",
 		"--binder-serviceaccounts=xila-guard-system:xila-guard-scheduler,volcano-system:volcano-scheduler",

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -26,7 +25,6 @@ var (
 	restCfg    *rest.Config
 	kube       kubernetes.Interface
 	kubeconfig string
-	coreBinary string
 	testEnv    *envtest.Environment
 	tempDir    string
 )
@@ -40,8 +38,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// run starts kube-apiserver and etcd with the CRDs, builds xila-guard-core,
-// runs the tests and stops everything again.
+// run starts kube-apiserver and etcd with the CRDs, runs the tests and
+// stops everything again.
 func run(m *testing.M) (int, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return 0, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run make integration, or point it at a directory with kube-apiserver, etcd and kubectl (make envtest)")
@@ -52,17 +50,6 @@ func run(m *testing.M) (int, error) {
 	}
 	defer os.RemoveAll(dir)
 	tempDir = dir
-
-	coreBinary = filepath.Join(dir, "xila-guard-core")
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return 0, fmt.Errorf("building xila-guard-core needs the go command on PATH: %w", err)
-	}
-	build := exec.Command(goBin, "build", "-o", coreBinary, "github.com/xila-guard/xila-guard/components/core/cmd/xila-guard-core")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return 0, fmt.Errorf("building xila-guard-core: %w", err)
-	}
 
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "api", "config", "crd")},

@@ -62,7 +62,7 @@ func TestIntegrationWithoutPolicyRBAC(t *testing.T) {
 		}
 	}
 
-	w := startWebhook(t, startCore(t), "--kubeconfig="+limited)
+	w := startWebhook(t, "--kubeconfig="+limited)
 	register(t, "rbac", w, &metav1.LabelSelector{MatchLabels: sel}, false)
 	waitEnforced(t, "acme-rbac")
 

@@ -4,10 +4,7 @@ package integration
 
 import (
 	"context"
-	"net"
-	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +24,7 @@ var mainHook *webhook
 func mainWebhook(t *testing.T) *webhook {
 	t.Helper()
 	if mainHook == nil {
-		w := startWebhook(t, startCore(t))
+		w := startWebhook(t)
 		register(t, "main", w, nil, true)
 		waitEnforced(t, tenantNS)
 		mainHook = w
@@ -260,64 +257,19 @@ func testNodePoolLock(t *testing.T) {
 	}
 }
 
-// faultyCore stands in for the evaluator and misbehaves on demand.
-type faultyCore struct {
-	mode atomic.Value // "reset", "slow", "garbage" or "status"
-	addr string
-}
-
-func startFaultyCore(t *testing.T) *faultyCore {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &faultyCore{addr: ln.Addr().String()}
-	f.mode.Store("reset")
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch f.mode.Load().(string) {
-		case "slow":
-			time.Sleep(2 * time.Second)
-			w.WriteHeader(http.StatusOK)
-		case "garbage":
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"profile":"production","pod":{"decision":"maybe"},"results":[]}`))
-		case "status":
-			http.Error(w, `{"message":"internal"}`, http.StatusInternalServerError)
-		default: // reset: drop the connection
-			if hj, ok := w.(http.Hijacker); ok {
-				if c, _, err := hj.Hijack(); err == nil {
-					c.Close()
-				}
-			}
-		}
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return f
-}
-
-// TestIntegrationFailClosed runs a second webhook for namespace acme-faults
-// with a misbehaving evaluator, then stops it: every fault refuses the
-// tenant's pods, and so does a webhook that is down.
+// TestIntegrationFailClosed runs a second webhook for namespace
+// acme-faults, renews its serving certificate under load, then stops it:
+// the tenant's pods are judged throughout, and refused while the webhook
+// is down.
 func TestIntegrationFailClosed(t *testing.T) {
-	f := startFaultyCore(t)
-	w := startWebhook(t, "http://"+f.addr)
+	w := startWebhook(t)
 	register(t, "faults", w, &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": faultsNS}}, true)
 	waitEnforced(t, faultsNS)
-	create := func() error {
-		_, err := kube.CoreV1().Pods(faultsNS).Create(t.Context(), pod(faultsNS), metav1.CreateOptions{})
+	create := func(mods ...func(*corev1.Pod)) error {
+		_, err := kube.CoreV1().Pods(faultsNS).Create(t.Context(), pod(faultsNS, mods...), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
 	}
-	for mode, want := range map[string]guard.Reason{
-		"reset":   guard.ReasonEvaluatorUnavailable,
-		"slow":    guard.ReasonEvaluatorTimeout,
-		"garbage": guard.ReasonEvaluatorError,
-		"status":  guard.ReasonEvaluatorError,
-	} {
-		f.mode.Store(mode)
-		expect(t, "evaluator "+mode, create(), string(want))
-	}
+	expect(t, "privileged", create(privileged), string(guard.ReasonPrivilegedContainer))
 
 	// Renew the serving certificate: the webhook serves the new one with no
 	// restart, and the API server still gets through.
@@ -333,8 +285,10 @@ func TestIntegrationFailClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal("the renewed certificate was never served")
 	}
-	f.mode.Store("reset")
-	expect(t, "after renewal", create(), string(guard.ReasonEvaluatorUnavailable))
+	expect(t, "privileged, after renewal", create(privileged), string(guard.ReasonPrivilegedContainer))
+	if err := create(); err != nil {
+		t.Errorf("a compliant pod after renewal was refused: %v", err)
+	}
 
 	w.stop()
 	err = create()

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 )
 
@@ -68,7 +69,7 @@ func (ca *CA) WriteServing(dir string, serial int64) (certFile, keyFile string, 
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: "xila-guard-webhook"},
+		Subject:      pkix.Name{CommonName: "xila-guard test server"},
 		DNSNames:     []string{"localhost"},
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
 		NotBefore:    time.Now().Add(-time.Hour),
@@ -101,4 +102,19 @@ func (ca *CA) WriteServing(dir string, serial int64) (certFile, keyFile string, 
 		}
 	}
 	return certFile, keyFile, nil
+}
+
+// Write writes a serving pair for 127.0.0.1 and localhost with the given
+// serial, signed by a new CA, as WriteServing does; it fails t on error.
+func Write(t testing.TB, dir string, serial int64) (certFile, keyFile string) {
+	t.Helper()
+	ca, err := NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile, err = ca.WriteServing(dir, serial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
 }

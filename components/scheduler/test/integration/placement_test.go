@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
@@ -17,19 +16,19 @@ var (
 	timeSliced = evidence{source: v1alpha1.SourceMock, sharing: v1alpha1.SharingTimeSlicing, incarnation: "boot-1"}
 )
 
-// TestIntegrationProfiles is the demo's story against the real evaluator:
-// mock evidence is refused under the production profile, accepted as
-// simulated integration under lab, and a time-sliced node stays closed.
+// TestIntegrationProfiles is the demo's story: mock evidence is refused
+// under the production profile, accepted as simulated integration under
+// lab, and a time-sliced node stays closed.
 func TestIntegrationProfiles(t *testing.T) {
 	t.Run("production refuses mock evidence", func(t *testing.T) {
-		startScheduler(t, pluginArgs{coreURL: startCore(t, guard.ProfileLab), timeout: time.Second})
+		startScheduler(t, pluginArgs{})
 		tn := newTenant(t)
 		setEvidence(t, newNode(t, tn.id), mock)
 		p := newPod(t, tn.namespace)
 		waitRefused(t, p, "SOURCE_NOT_ACCEPTED", "production profile")
 	})
 	t.Run("lab schedules only to the compliant node", func(t *testing.T) {
-		startScheduler(t, pluginArgs{coreURL: startCore(t, guard.ProfileLab), acceptMock: true, timeout: time.Second})
+		startScheduler(t, pluginArgs{acceptMock: true})
 		tn := newTenant(t)
 		good, sliced := newNode(t, tn.id), newNode(t, tn.id)
 		setEvidence(t, good, mock)
@@ -48,7 +47,7 @@ func TestIntegrationProfiles(t *testing.T) {
 // TestIntegrationPoolIsolation checks both directions: a tenant reaches its
 // pool with no toleration, and no other pod reaches it, tolerations or not.
 func TestIntegrationPoolIsolation(t *testing.T) {
-	startScheduler(t, pluginArgs{coreURL: startCore(t, guard.ProfileProduction), timeout: time.Second})
+	startScheduler(t, pluginArgs{})
 	acme, globex := newTenant(t), newTenant(t)
 	acmeNode, globexNode, free := newNode(t, acme.id), newNode(t, globex.id), newNode(t, "")
 	setEvidence(t, acmeNode, attested)
@@ -78,7 +77,7 @@ func TestIntegrationPoolIsolation(t *testing.T) {
 // TestIntegrationEvidenceChangeWakesPod checks that a pod refused on its
 // node's evidence is scheduled as soon as the evidence is fixed.
 func TestIntegrationEvidenceChangeWakesPod(t *testing.T) {
-	startScheduler(t, pluginArgs{coreURL: startCore(t, guard.ProfileProduction), timeout: time.Second})
+	startScheduler(t, pluginArgs{})
 	tn := newTenant(t)
 	node := newNode(t, tn.id)
 	sliced := attested
