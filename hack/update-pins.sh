@@ -12,7 +12,7 @@ for m in "${KUBE_STAGING_MODULES[@]}"; do
 done
 
 go work edit "${args[@]}"
-for mod in hack/tools/go.mod components/scheduler/go.mod; do
+for mod in hack/tools/go.mod components/scheduler/go.mod bench/go.mod; do
   if grep -q 'k8s.io/kubernetes' "${mod}"; then
     go mod edit "${args[@]}" -require="k8s.io/kubernetes@${KUBE_VERSION}" "${mod}"
   fi

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
-	"github.com/xila-guard/xila-guard/components/core/internal/benchdata"
-	"github.com/xila-guard/xila-guard/components/core/internal/server"
+	"github.com/xila-guard/xila-guard/components/core/benchdata"
+	"github.com/xila-guard/xila-guard/components/core/server"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 

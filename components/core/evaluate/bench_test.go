@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
-	"github.com/xila-guard/xila-guard/components/core/internal/benchdata"
+	"github.com/xila-guard/xila-guard/components/core/benchdata"
 )
 
 // BenchmarkEvaluate measures the library alone: no JSON, no HTTP.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
-	"github.com/xila-guard/xila-guard/components/core/internal/benchdata"
+	"github.com/xila-guard/xila-guard/components/core/benchdata"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
-	"github.com/xila-guard/xila-guard/components/core/internal/benchdata"
+	"github.com/xila-guard/xila-guard/components/core/benchdata"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 

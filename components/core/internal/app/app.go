@@ -23,7 +23,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/version"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
-	"github.com/xila-guard/xila-guard/components/core/internal/server"
+	"github.com/xila-guard/xila-guard/components/core/server"
 )
 
 // Main runs the command with the process's arguments until SIGTERM or

@@ -12,7 +12,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"sigs.k8s.io/yaml"
 
-	"github.com/xila-guard/xila-guard/components/scheduler/internal/schedrun"
+	"github.com/xila-guard/xila-guard/components/scheduler/pkg/schedrun"
 )
 
 // pluginArgs configure XilaGuardEnforcement for one test.

@@ -31,7 +31,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/version"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
-	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
+	"github.com/xila-guard/xila-guard/components/webhook/pkg/admission"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/cluster"
 )
 

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
-	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
+	"github.com/xila-guard/xila-guard/components/webhook/pkg/admission"
 )
 
 // Name is the command's and the image's name.

@@ -19,7 +19,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/resolve"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/wire"
-	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
+	"github.com/xila-guard/xila-guard/components/webhook/pkg/admission"
 )
 
 // Index names.

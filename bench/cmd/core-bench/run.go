@@ -20,8 +20,8 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
-	"github.com/xila-guard/xila-guard/components/core/internal/benchdata"
-	"github.com/xila-guard/xila-guard/components/core/internal/server"
+	"github.com/xila-guard/xila-guard/components/core/benchdata"
+	"github.com/xila-guard/xila-guard/components/core/server"
 )
 
 type config struct {

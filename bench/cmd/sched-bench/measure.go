@@ -18,7 +18,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
-	"github.com/xila-guard/xila-guard/components/scheduler/internal/schedrun"
+	"github.com/xila-guard/xila-guard/components/scheduler/pkg/schedrun"
 )
 
 // runResult is what one run of one variant measured.

@@ -24,7 +24,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/wire"
-	"github.com/xila-guard/xila-guard/components/webhook/internal/admission"
+	"github.com/xila-guard/xila-guard/components/webhook/pkg/admission"
 )
 
 // fixedCluster is a cluster held in memory: one tenant namespace, one
