@@ -90,6 +90,10 @@ terraform-test: tools terraform-provider images kind-image ## Terraform: apply t
 	XG_BIN=$(BIN) XG_IMAGE_TAG=$(XG_VERSION) NODE_IMAGE=$(NODE_IMAGE) TF_CLI_CONFIG_FILE=$(TF_CLI_CONFIG) REPO_ROOT=$(CURDIR) \
 	  bash -c 'cd $(TF_PROVIDER) && GOWORK=off go test -tags e2e -count=1 -timeout 30m -v -run Terraform ./test/...'
 
+test-kind-lab: tools kind-image ## Create the lab cluster KIND_LAB_RUNS times (default 3) through hack/kind-up.sh and through the Terraform provider's code; every node Ready each time.
+	hack/test-kind-lab.sh
+	cd $(TF_PROVIDER) && NODE_IMAGE=$(NODE_IMAGE) GOWORK=off go test -tags e2e -count=1 -timeout 30m -v -run TestLabCreateRepeatedly ./internal/kindlab/
+
 e2e-volcano: ## Volcano scenarios against real Volcano (VOLCANO_VERSION) from its release manifest; needs a registry.
 	hack/e2e-volcano.sh
 
@@ -118,4 +122,4 @@ verify: tools ## Fail when generated code or pins are stale.
 clean: ## Remove build output (not the version cache in ~/.cache/xila-guard).
 	rm -rf _output
 
-.PHONY: help demo test packages tools build images kind-image envtest kind-up kind-down unit integration e2e e2e-volcano lint generate verify clean terraform-provider terraform-test
+.PHONY: help demo test packages tools build images kind-image envtest kind-up kind-down unit integration e2e test-kind-lab e2e-volcano lint generate verify clean terraform-provider terraform-test

@@ -84,6 +84,27 @@ export XG_VERSION
 CLUSTER_NAME="${CLUSTER_NAME:-xila-guard}"
 KIND_KUBECONFIG="${KIND_KUBECONFIG:-${REPO_ROOT}/_output/kubeconfig}"
 export CLUSTER_NAME KIND_KUBECONFIG
+# The kind configuration of the lab cluster: the number of nodes the lab
+# waits for, and its pod subnet, come from it.
+LAB_KIND_CONFIG="${REPO_ROOT}/hack/kind/cluster.yaml"
+# The per-node pod network set-up, shared with the Terraform provider.
+NODE_NETWORK_SCRIPT="${REPO_ROOT}/terraform/provider/internal/kindlab/node-network.sh"
+
+# kind_config_nodes prints how many nodes a kind configuration declares.
+kind_config_nodes() {
+  local n
+  n=$(grep -cE '^[[:space:]]*-[[:space:]]+role:' "$1") || true
+  ((n > 0)) || die "$1 declares no nodes (no '- role:' entries)"
+  echo "${n}"
+}
+
+# kind_config_pod_subnet prints the pod subnet of a kind configuration, or
+# kind's default.
+kind_config_pod_subnet() {
+  local subnet
+  subnet=$(sed -nE 's/^[[:space:]]*podSubnet:[[:space:]]*"?([^"[:space:]]+)"?.*/\1/p' "$1")
+  echo "${subnet:-10.244.0.0/16}"
+}
 
 # docker_build runs the classic builder, which needs no BuildKit and no
 # registry for FROM scratch or local base images, without its deprecation

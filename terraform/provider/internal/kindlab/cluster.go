@@ -140,42 +140,48 @@ func (l *Lab) finish(ctx context.Context, spec Spec, images []string, wait time.
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := l.ConfigureNetwork(ctx, spec.Name, kubeconfig, spec.PodSubnet); err != nil {
+	if err := l.ConfigureNetwork(ctx, spec, kubeconfig); err != nil {
 		return "", err
 	}
 	if err := l.LoadImages(ctx, spec.Name, images); err != nil {
 		return "", err
 	}
-	if err := WaitReady(ctx, kubeconfig); err != nil {
+	if err := WaitReady(ctx, kubeconfig, spec.Nodes()); err != nil {
 		return "", fmt.Errorf("cluster %q did not become ready within %s: %w", spec.Name, wait, err)
 	}
 	return kubeconfig, nil
 }
 
-// ConfigureNetwork gives every node of cluster name pod networking (see
-// NetworkScript), after the controller-manager has allocated each node a pod
-// CIDR.
-func (l *Lab) ConfigureNetwork(ctx context.Context, name, kubeconfig, podSubnet string) error {
-	all, err := nodeNetworks(ctx, kubeconfig)
+// ConfigureNetwork gives every node of the cluster of spec pod networking
+// (see NetworkCommand), once each of them has registered and been given a
+// pod CIDR by the controller-manager. Running it again converges.
+func (l *Lab) ConfigureNetwork(ctx context.Context, spec Spec, kubeconfig string) error {
+	nodeList, err := l.kind.ListNodes(spec.Name)
 	if err != nil {
-		return fmt.Errorf("pod networking of %q: %w", name, err)
+		return fmt.Errorf("listing the nodes of %q: %w", spec.Name, err)
 	}
-	nodeList, err := l.kind.ListNodes(name)
-	if err != nil {
-		return fmt.Errorf("listing the nodes of %q: %w", name, err)
+	if want := spec.Nodes(); len(nodeList) != want {
+		return fmt.Errorf("pod networking of %q: %d node containers, want %d (1 control plane, %d workers): delete the cluster (kind delete cluster --name %s) and apply again", spec.Name, len(nodeList), want, spec.Workers, spec.Name)
 	}
 	byName := map[string]nodes.Node{}
+	names := make([]string, 0, len(nodeList))
 	for _, n := range nodeList {
 		byName[n.String()] = n
+		names = append(names, n.String())
+	}
+	slices.Sort(names)
+	cs, err := clientset(kubeconfig)
+	if err != nil {
+		return err
+	}
+	all, err := waitNodeNetworks(ctx, cs, names)
+	if err != nil {
+		return fmt.Errorf("pod networking of %q: %w", spec.Name, err)
 	}
 	for _, nn := range all {
-		node, ok := byName[nn.Name]
-		if !ok {
-			return fmt.Errorf("pod networking of %q: Kubernetes node %s has no kind node container", name, nn.Name)
-		}
+		argv := NetworkCommand(nn, all, spec.PodSubnet)
 		var stderr bytes.Buffer
-		cmd := node.CommandContext(ctx, "bash", "-euc", NetworkScript(nn, all, podSubnet)).
-			SetStdin(strings.NewReader(CNIConfig(nn.PodCIDR))).SetStderr(&stderr)
+		cmd := byName[nn.Name].CommandContext(ctx, argv[0], argv[1:]...).SetStderr(&stderr)
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("pod networking on node %s: %w: %s", nn.Name, err, strings.TrimSpace(stderr.String()))
 		}

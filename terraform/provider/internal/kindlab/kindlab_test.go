@@ -1,15 +1,12 @@
 package kindlab
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 )
@@ -94,84 +91,5 @@ func TestKindConfigMatchesMakeKindUp(t *testing.T) {
 	s.Workers = 0
 	if n := len(s.KindConfig().Nodes); n != 1 {
 		t.Errorf("0 workers: %d nodes, want 1", n)
-	}
-}
-
-// TestCNIConfigMatchesKindNetworkScript compares the conflist with the one
-// hack/kind-network.sh writes, so that make kind-up and the provider give
-// pods the same network.
-func TestCNIConfigMatchesKindNetworkScript(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "hack", "kind-network.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := string(raw)
-	start := strings.Index(script, "<<JSON\n")
-	end := strings.Index(script, "\nJSON\n")
-	if start < 0 || end < start {
-		t.Fatal("hack/kind-network.sh has no <<JSON here-document")
-	}
-	const cidr = "10.244.1.0/24"
-	fromScript := strings.ReplaceAll(script[start+len("<<JSON\n"):end], "${cidr}", cidr)
-	var want, got any
-	if err := json.Unmarshal([]byte(fromScript), &want); err != nil {
-		t.Fatalf("script conflist: %v", err)
-	}
-	if err := json.Unmarshal([]byte(CNIConfig(cidr)), &got); err != nil {
-		t.Fatalf("CNIConfig: %v", err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("CNIConfig = %v\nhack/kind-network.sh writes %v", got, want)
-	}
-	for _, step := range []string{"iptables -t nat -C POSTROUTING -s ${cidr} ! -d ${POD_SUBNET} -j MASQUERADE", `ip route replace ${peer_cidr} via ${peer_ip}`} {
-		if !strings.Contains(script, step) {
-			t.Errorf("hack/kind-network.sh no longer has %q: update NetworkScript to match", step)
-		}
-	}
-}
-
-func TestNetworkScript(t *testing.T) {
-	all := []NodeNetwork{
-		{Name: "lab-control-plane", PodCIDR: "10.244.0.0/24", InternalIP: "172.18.0.2"},
-		{Name: "lab-worker", PodCIDR: "10.244.1.0/24", InternalIP: "172.18.0.3"},
-		{Name: "lab-worker2", PodCIDR: "10.244.2.0/24", InternalIP: "172.18.0.4"},
-	}
-	got := NetworkScript(all[1], all, DefaultPodSubnet)
-	for _, want := range []string{
-		"mv /etc/cni/net.d/10-xila-guard-ptp.conflist.tmp /etc/cni/net.d/10-xila-guard-ptp.conflist\n",
-		"iptables -t nat -C POSTROUTING -s 10.244.1.0/24 ! -d 10.244.0.0/16 -j MASQUERADE 2>/dev/null ||\n  iptables -t nat -A POSTROUTING -s 10.244.1.0/24 ! -d 10.244.0.0/16 -j MASQUERADE\n",
-		"ip route replace 10.244.0.0/24 via 172.18.0.2\n",
-		"ip route replace 10.244.2.0/24 via 172.18.0.4\n",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("script lacks %q:\n%s", want, got)
-		}
-	}
-	if strings.Contains(got, "10.244.1.0/24 via") {
-		t.Errorf("script routes the node's own pod CIDR away:\n%s", got)
-	}
-}
-
-func TestNetworksOfWaitsForEveryNode(t *testing.T) {
-	node := func(name, cidr, ip string) corev1.Node {
-		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{PodCIDR: cidr}}
-		if ip != "" {
-			n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}, {Type: corev1.NodeInternalIP, Address: ip}}
-		}
-		return n
-	}
-	if _, ok := networksOf(nil); ok {
-		t.Error("no nodes: ready")
-	}
-	if _, ok := networksOf([]corev1.Node{node("b", "10.244.1.0/24", "172.18.0.3"), node("a", "", "172.18.0.2")}); ok {
-		t.Error("node without pod CIDR: ready")
-	}
-	if _, ok := networksOf([]corev1.Node{node("b", "10.244.1.0/24", "")}); ok {
-		t.Error("node without InternalIP: ready")
-	}
-	got, ok := networksOf([]corev1.Node{node("b", "10.244.1.0/24", "172.18.0.3"), node("a", "10.244.0.0/24", "172.18.0.2")})
-	want := []NodeNetwork{{"a", "10.244.0.0/24", "172.18.0.2"}, {"b", "10.244.1.0/24", "172.18.0.3"}}
-	if !ok || !reflect.DeepEqual(got, want) {
-		t.Errorf("networksOf = %v, %v; want %v", got, ok, want)
 	}
 }

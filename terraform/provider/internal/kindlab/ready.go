@@ -3,7 +3,7 @@ package kindlab
 import (
 	"context"
 	"fmt"
-	"sort"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,7 +13,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-const pollInterval = time.Second
+// pollInterval is how often the lab polls the API server; tests shorten it.
+var pollInterval = time.Second
 
 func clientset(kubeconfig string) (kubernetes.Interface, error) {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kubeconfig))
@@ -24,64 +25,73 @@ func clientset(kubeconfig string) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// nodeNetworks waits until every node has a pod CIDR and an internal
-// address, and returns them sorted by node name.
-func nodeNetworks(ctx context.Context, kubeconfig string) ([]NodeNetwork, error) {
-	cs, err := clientset(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	var last error
+// waitNodeNetworks waits until every node in names has registered with a
+// pod CIDR and an internal address, and returns them in the order of names.
+// A node can register after kind create returns; configuring the nodes
+// present at that moment would leave it without pod networking. When ctx
+// ends first, the error names each node still missing and why.
+func waitNodeNetworks(ctx context.Context, cs kubernetes.Interface, names []string) ([]NodeNetwork, error) {
+	var missing []string
 	for {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err == nil {
-			out, ok := networksOf(nodes.Items)
-			if ok {
+			var out []NodeNetwork
+			out, missing = networksOf(nodes.Items, names)
+			if len(missing) == 0 {
 				return out, nil
 			}
-			last = fmt.Errorf("waiting for every node to get spec.podCIDR and an InternalIP")
 		} else {
-			last = err
+			missing = []string{"listing nodes: " + err.Error()}
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (last: %v)", ctx.Err(), last)
+			return nil, fmt.Errorf("%w waiting for %d nodes to register with a pod CIDR: %s", ctx.Err(), len(names), strings.Join(missing, "; "))
 		case <-time.After(pollInterval):
 		}
 	}
 }
 
-func networksOf(items []corev1.Node) ([]NodeNetwork, bool) {
-	if len(items) == 0 {
-		return nil, false
-	}
-	var out []NodeNetwork
+// networksOf returns the network of every node in names, or says for each
+// node that is not ready for networking what it lacks.
+func networksOf(items []corev1.Node, names []string) (nets []NodeNetwork, missing []string) {
+	byName := make(map[string]corev1.Node, len(items))
 	for _, n := range items {
-		nn := NodeNetwork{Name: n.Name, PodCIDR: n.Spec.PodCIDR}
+		byName[n.Name] = n
+	}
+	for _, name := range names {
+		n, ok := byName[name]
+		if !ok {
+			missing = append(missing, fmt.Sprintf("node %s has not registered (its kubelet: docker exec %s journalctl -u kubelet)", name, name))
+			continue
+		}
+		nn := NodeNetwork{Name: name, PodCIDR: n.Spec.PodCIDR}
 		for _, a := range n.Status.Addresses {
 			if a.Type == corev1.NodeInternalIP && nn.InternalIP == "" {
 				nn.InternalIP = a.Address
 			}
 		}
-		if nn.PodCIDR == "" || nn.InternalIP == "" {
-			return nil, false
+		switch {
+		case nn.PodCIDR == "":
+			missing = append(missing, fmt.Sprintf("node %s has no spec.podCIDR yet", name))
+		case nn.InternalIP == "":
+			missing = append(missing, fmt.Sprintf("node %s has no InternalIP yet", name))
+		default:
+			nets = append(nets, nn)
 		}
-		out = append(out, nn)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, true
+	return nets, missing
 }
 
-// WaitReady waits until every node is Ready and CoreDNS is available, the
-// state make kind-up ends in.
-func WaitReady(ctx context.Context, kubeconfig string) error {
+// WaitReady waits until want nodes have registered, every node is Ready and
+// CoreDNS is available: the state make kind-up ends in.
+func WaitReady(ctx context.Context, kubeconfig string, want int) error {
 	cs, err := clientset(kubeconfig)
 	if err != nil {
 		return err
 	}
 	var last string
 	for {
-		last = notReady(ctx, cs)
+		last = notReady(ctx, cs, want)
 		if last == "" {
 			return nil
 		}
@@ -94,10 +104,13 @@ func WaitReady(ctx context.Context, kubeconfig string) error {
 }
 
 // notReady says what is not ready yet, or "" when everything is.
-func notReady(ctx context.Context, cs kubernetes.Interface) string {
+func notReady(ctx context.Context, cs kubernetes.Interface, want int) string {
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err.Error()
+	}
+	if len(nodes.Items) < want {
+		return fmt.Sprintf("%d of %d nodes registered", len(nodes.Items), want)
 	}
 	for _, n := range nodes.Items {
 		if !nodeReady(n) {

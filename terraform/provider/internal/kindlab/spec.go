@@ -68,6 +68,10 @@ func (s Spec) Validate() error {
 	return nil
 }
 
+// Nodes is the number of nodes of the cluster: the control plane and the
+// workers.
+func (s Spec) Nodes() int { return 1 + s.Workers }
+
 // KindConfig is the kind cluster configuration for s: one control plane,
 // s.Workers workers, kind's own CNI off (pod networking comes from
 // ConfigureNetwork).
