@@ -3,6 +3,7 @@ package enforcement
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -83,4 +84,26 @@ func watch(ctx context.Context, h fwk.Handle, infs []guardInformer, a *activator
 		go gi.informer.RunWithContext(ctx)
 	}
 	return nil
+}
+
+// initialSyncWait bounds how long New waits for the guard kinds' caches.
+// The scheduler starts its own informers, and waits for them, only after
+// every plugin is built; a pod it schedules before the guard caches are
+// filled is refused and retried after a backoff, so waiting here keeps a
+// restarted scheduler from sending its first pods back to the queue.
+// Past the bound New returns anyway and PreFilter keeps refusing until the
+// caches sync: the scheduler still starts, serves its health and metrics
+// endpoints and says why its pods wait.
+const initialSyncWait = time.Minute
+
+// waitForSync waits until the guard informers have synced, ctx ends or
+// initialSyncWait passes, and says whether they synced.
+func waitForSync(ctx context.Context, infs []guardInformer) bool {
+	ctx, cancel := context.WithTimeout(ctx, initialSyncWait)
+	defer cancel()
+	synced := make([]cache.InformerSynced, len(infs))
+	for i, gi := range infs {
+		synced[i] = gi.informer.HasSynced
+	}
+	return cache.WaitForCacheSync(ctx.Done(), synced...)
 }

@@ -229,6 +229,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := watch(ctx, h, infs, pl.activate); err != nil {
 		return nil, err
 	}
+	if !waitForSync(ctx, infs) {
+		klog.FromContext(ctx).Info("The guard caches have not synced; protected pods wait until they do", "waited", initialSyncWait.String())
+	}
 	klog.FromContext(ctx).Info("Xila Guard enforcement enabled", "version", version.Get(), "profile", h.ProfileName(),
 		"evaluatorProfile", s.profile, "answerReuse", s.answerReuse, "poolLabel", s.poolLabel)
 	return pl, nil
