@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/core/benchdata"
 	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
-	"github.com/xila-guard/xila-guard/components/core/benchdata"
 	"github.com/xila-guard/xila-guard/components/core/server"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/benchdata"
+	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/server"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )

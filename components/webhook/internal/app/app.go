@@ -31,8 +31,8 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/version"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
-	"github.com/xila-guard/xila-guard/components/webhook/pkg/admission"
 	"github.com/xila-guard/xila-guard/components/webhook/internal/cluster"
+	"github.com/xila-guard/xila-guard/components/webhook/pkg/admission"
 )
 
 // Main runs the command with the process's arguments until SIGTERM or
