@@ -110,16 +110,29 @@ func (c *cluster) populate(ctx context.Context, o *options) error {
 		}
 	}
 	return parallel(ctx, o.nodes, func(ctx context.Context, i int) error {
-		pool := ""
-		if i < o.poolNodes {
-			pool = tenantID(i % o.tenants)
+		pool, gpus := "", 0
+		switch {
+		case i < o.poolNodes:
+			pool, gpus = tenantID(i%o.tenants), gpusPerNode
+		case i < o.poolNodes+o.generalGPUNodes:
+			gpus = gpusPerNode
 		}
-		return c.createNode(ctx, fmt.Sprintf("node-%04d", i), pool)
+		return c.createNode(ctx, fmt.Sprintf("node-%04d", i), pool, zoneName(i), gpus)
 	})
 }
 
-func (c *cluster) createNode(ctx context.Context, name, pool string) error {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}}}
+// Every node is in one of zones zones; GPU nodes offer gpusPerNode GPUs.
+const (
+	zones       = 3
+	gpusPerNode = 8
+	gpuResource = corev1.ResourceName("nvidia.com/gpu")
+)
+
+func zoneName(i int) string { return fmt.Sprintf("zone-%d", i%zones) }
+
+func (c *cluster) createNode(ctx context.Context, name, pool, zone string, gpus int) error {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		corev1.LabelHostname: name, corev1.LabelTopologyZone: zone}}}
 	if pool != "" {
 		n.Labels[guard.LabelTenantPool] = pool
 		n.Spec.Taints = []corev1.Taint{{Key: guard.TaintTenantPool, Value: pool, Effect: corev1.TaintEffectNoSchedule}}
@@ -130,6 +143,9 @@ func (c *cluster) createNode(ctx context.Context, name, pool string) error {
 	}
 	room := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
 		corev1.ResourcePods: resource.MustParse("110")}
+	if gpus > 0 {
+		room[gpuResource] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+	}
 	created.Status.Capacity, created.Status.Allocatable = room, room
 	created.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	if created, err = c.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
@@ -144,7 +160,7 @@ func (c *cluster) createNode(ctx context.Context, name, pool string) error {
 	if pool == "" {
 		return nil
 	}
-	devices := make([]v1alpha1.GPUDevice, 8)
+	devices := make([]v1alpha1.GPUDevice, gpus)
 	for i := range devices {
 		devices[i] = v1alpha1.GPUDevice{ID: fmt.Sprintf("gpu-%d", i), Vendor: "nvidia", Model: "NVIDIA-H100-80GB-HBM3",
 			SharingMode: v1alpha1.SharingExclusive, CCMode: v1alpha1.CCModeOn}

@@ -1,20 +1,24 @@
-// Command sched-bench measures what XilaGuardEnforcement costs. Against a
-// real kube-apiserver and etcd (envtest assets), it creates Node objects —
-// some in tenant pools, with their NodeSecurityStates — and pods, half of
-// them protected, and lets variants of xila-guard-scheduler, with the
-// evaluator linked in, place them all:
+// Command sched-bench measures what XilaGuardEnforcement costs, side by
+// side with the stock scheduler an operator would otherwise run. Against a
+// real kube-apiserver and etcd (envtest assets) it creates Node objects —
+// tenant pools with their NodeSecurityStates, general nodes, some with
+// GPUs, in three zones — and a mix of pods (protected and plain, GPU and
+// CPU, some bound to a zone by node affinity), and lets each variant place
+// them: a burst created at once, for throughput, then pods arriving
+// open-loop at a steady rate, for latency.
 //
-//   - plugin (a): the example configuration, with the plugin;
-//   - every-cycle (a′): the same without answer reuse, one evaluation per
-//     cycle;
+//   - plugin (a): xila-guard-scheduler from the example configuration;
+//   - every-cycle (a′): the same without answer reuse;
 //   - stock (b): the same binary with the plugin disabled (and the stock
-//     TaintToleration filter back).
+//     TaintToleration filter back), on the same pods;
+//   - affinity (d): the stock scheduler, on pods that carry the node
+//     affinity and toleration giving the placement enforcement gives.
 //
-// It prints pods/s and the p50/p99 scheduling latency of each, the time
-// from a pod's PreFilter to the end of its bind, as a Markdown table
-// (docs/benchmarks/scheduler.md):
+// Every round runs every variant at every client QPS setting (the chart's,
+// and unthrottled) and the report shows medians over the rounds as
+// Markdown (docs/benchmarks/scheduler.md):
 //
-//	go run ./components/scheduler/cmd/sched-bench --runs 3
+//	go run ./bench/cmd/sched-bench --runs 5
 package main
 
 import (

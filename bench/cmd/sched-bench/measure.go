@@ -17,33 +17,36 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"github.com/xila-guard/xila-guard/bench/internal/openloop"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/scheduler/pkg/schedrun"
 )
 
-// runResult is what one run of one variant measured.
+// runResult is what one run of one variant at one QPS setting measured.
 type runResult struct {
 	variant   string
-	elapsed   time.Duration
-	rate      float64 // pods bound per second while all were waiting
-	p50, p99  time.Duration
-	paced     [2]time.Duration // p50, p99 from creation to bind at a steady rate
-	cpuPerPod time.Duration    // CPU of scheduler, API server and etcd per pod
+	qps       int
+	rate      float64          // burst: pods bound per second while all were waiting
+	cpuPerPod time.Duration    // burst: CPU of scheduler, API server and etcd per pod
+	p50, p99  time.Duration    // burst: scheduling latency
+	steady    float64          // steady: pods bound per second
+	sched     [2]time.Duration // steady: scheduling latency p50, p99
+	e2e       [2]time.Duration // steady: from the scheduled creation to bound, p50, p99
 	calls     float64          // evaluations
 	misplaced int              // protected pods off their pool, or others on a pool
 	means     map[string]time.Duration
 }
 
-// runVariant creates the pods, starts the variant's scheduler and waits
-// until every pod is bound; then it creates more pods at a steady rate,
-// checks where all of them went and deletes them again.
-func runVariant(ctx context.Context, o *options, c *cluster, example, variant string, round int) (runResult, error) {
-	res := runResult{variant: variant}
-	if err := createPods(ctx, o, c, "pod", o.pods, 0); err != nil {
+// runVariant creates the burst's pods, starts the variant's scheduler and
+// waits until every pod is bound; then pods arrive at a steady rate for a
+// while; then it checks where all of them went and deletes them again.
+func runVariant(ctx context.Context, o *options, c *cluster, example, variant string, qps, round int) (runResult, error) {
+	res := runResult{variant: variant, qps: qps}
+	if err := createBurst(ctx, o, c, variant); err != nil {
 		return res, fmt.Errorf("creating pods: %w", err)
 	}
 	defer deletePods(context.WithoutCancel(ctx), o, c)
-	file, err := writeConfig(o, c, example, variant)
+	file, err := writeConfig(c, example, variant, qps)
 	if err != nil {
 		return res, err
 	}
@@ -54,7 +57,7 @@ func runVariant(ctx context.Context, o *options, c *cluster, example, variant st
 	sw := newStopwatch()
 	callsBefore, timersBefore, cpuBefore := evaluatorCalls(), timers(), cpuTime()
 
-	stopProfile, err := startProfile(o, variant, round)
+	stopProfile, err := startProfile(o, fmt.Sprintf("%s-%d", variant, qps), round)
 	if err != nil {
 		return res, err
 	}
@@ -65,27 +68,28 @@ func runVariant(ctx context.Context, o *options, c *cluster, example, variant st
 		return res, err
 	}
 	start := time.Now()
-	last, err := w.wait(ctx, o.pods)
+	last, err := w.wait(ctx, o.burstPods)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", variant, err)
 	}
 	stopProfile()
-	res.elapsed = last.Sub(start)
-	res.rate = float64(o.pods) / res.elapsed.Seconds()
-	res.cpuPerPod = (cpuTime() - cpuBefore) / time.Duration(o.pods)
+	res.rate = float64(o.burstPods) / last.Sub(start).Seconds()
+	res.cpuPerPod = (cpuTime() - cpuBefore) / time.Duration(o.burstPods)
+	res.p50, res.p99 = percentiles(sw.latencies(burstPrefix))
+
+	steadyStart := time.Now()
+	n, err := createSteady(ctx, o, c, variant)
+	if err != nil {
+		return res, fmt.Errorf("creating pods at a steady rate: %w", err)
+	}
+	if last, err = w.wait(ctx, o.burstPods+n); err != nil {
+		return res, fmt.Errorf("%s: %w", variant, err)
+	}
+	res.steady = float64(n) / last.Sub(steadyStart).Seconds()
+	res.sched[0], res.sched[1] = percentiles(sw.latencies(steadyPrefix))
+	res.e2e[0], res.e2e[1] = percentiles(w.steadyLatencies())
 	res.calls = evaluatorCalls() - callsBefore
 	res.means = meansSince(timersBefore)
-	res.p50, res.p99 = percentiles(sw.latencies())
-
-	if o.pacedPods > 0 {
-		if err := createPods(ctx, o, c, "paced", o.pacedPods, o.pacedRate); err != nil {
-			return res, fmt.Errorf("creating paced pods: %w", err)
-		}
-		if _, err := w.wait(ctx, o.pods+o.pacedPods); err != nil {
-			return res, fmt.Errorf("%s: %w", variant, err)
-		}
-		res.paced[0], res.paced[1] = percentiles(w.pacedLatencies())
-	}
 	stop()
 	res.misplaced, err = misplaced(ctx, c)
 	return res, err
@@ -99,42 +103,101 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 	return d[len(d)/2], d[len(d)*99/100]
 }
 
-// createPods creates n pods named prefix-<i>, protected and plain ones
-// interleaved: all at once, or rate per second when rate > 0, noting
-// when each was sent.
-func createPods(ctx context.Context, o *options, c *cluster, prefix string, n int, rate float64) error {
-	protectedEvery := 0
-	if o.protected > 0 {
-		protectedEvery = int(1 / o.protected)
-	}
-	create := func(ctx context.Context, i int) error {
-		ns := plainNamespace
-		if protectedEvery > 0 && i%protectedEvery == 0 {
-			ns = tenantID((i / protectedEvery) % o.tenants)
-		}
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05d", prefix, i), Namespace: ns,
-				Annotations: map[string]string{sentAnnotation: time.Now().Format(time.RFC3339Nano)}},
-			Spec: corev1.PodSpec{SchedulerName: guard.SchedulerName, Containers: []corev1.Container{{
-				Name: "c", Image: "registry.invalid/bench",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
-			}}},
-		}
-		_, err := c.kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
-		return err
-	}
-	if rate <= 0 {
-		return parallel(ctx, n, create)
-	}
+// Name prefixes of the burst's and the steady phase's pods.
+const (
+	burstPrefix  = "burst-"
+	steadyPrefix = "steady-"
+)
+
+// createBurst creates the burst's pods, 16 at a time.
+func createBurst(ctx context.Context, o *options, c *cluster, variant string) error {
+	return parallel(ctx, o.burstPods, func(ctx context.Context, i int) error {
+		return c.createPod(ctx, podFor(o, variant, burstPrefix, i, time.Now()))
+	})
+}
+
+// createSteady creates pods open-loop at o.steadyRate for o.steadyFor:
+// each pod is sent at its slot whatever happened to the ones before it,
+// and carries that slot, so that latency counts from when the pod was due
+// rather than from when a slow API server let it through. It returns how
+// many it created.
+func createSteady(ctx context.Context, o *options, c *cluster, variant string) (int, error) {
+	n := int(float64(o.steadyRate) * o.steadyFor.Seconds())
 	start := time.Now()
-	for i := range n {
-		time.Sleep(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
-		if err := create(ctx, i); err != nil {
-			return err
-		}
+	interval := time.Second / time.Duration(o.steadyRate)
+	samples := openloop.Run(ctx, o.steadyRate, n, func(i int) error {
+		return c.createPod(ctx, podFor(o, variant, steadyPrefix, i, start.Add(time.Duration(i)*interval)))
+	})
+	if failed := openloop.Errors(samples); failed > 0 {
+		return 0, fmt.Errorf("%d of %d creates failed", failed, len(samples))
 	}
-	return nil
+	return len(samples), ctx.Err()
+}
+
+func (c *cluster) createPod(ctx context.Context, p *corev1.Pod) error {
+	_, err := c.kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	return err
+}
+
+// podKind is one kind of pod in the mix.
+type podKind int
+
+const (
+	tenantGPU  podKind = iota // in a tenant's namespace, one GPU
+	tenantCPU                 // in a tenant's namespace, CPU only
+	plain                     // no tenant, CPU only
+	plainZonal                // no tenant, required to run in one zone
+	plainGPU                  // no tenant, one GPU (on a general GPU node)
+)
+
+// mix is the pod mix, repeated every ten pods: 40% protected (half of
+// them with a GPU), 60% plain (a third of those zonal, one in six with
+// a GPU).
+var mix = [10]podKind{tenantGPU, plain, tenantCPU, plainZonal, plain, tenantGPU, plainGPU, tenantCPU, plain, plainZonal}
+
+// podFor builds the i-th pod of a phase. Under the affinity variant a
+// tenant's pod carries what gives stock kube-scheduler the placement
+// enforcement gives: a required node affinity for its pool and the
+// toleration of the pool's taint.
+func podFor(o *options, variant, prefix string, i int, sent time.Time) *corev1.Pod {
+	kind := mix[i%len(mix)]
+	ns, tenant := plainNamespace, ""
+	if kind == tenantGPU || kind == tenantCPU {
+		tenant = tenantID((i / len(mix)) % o.tenants)
+		ns = tenant
+	}
+	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}
+	var limits corev1.ResourceList
+	if kind == tenantGPU || kind == plainGPU {
+		one := resource.MustParse("1")
+		requests[gpuResource] = one
+		limits = corev1.ResourceList{gpuResource: one}
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s%05d", prefix, i), Namespace: ns,
+			Annotations: map[string]string{sentAnnotation: sent.Format(time.RFC3339Nano)}},
+		Spec: corev1.PodSpec{SchedulerName: guard.SchedulerName, Containers: []corev1.Container{{
+			Name: "c", Image: "registry.invalid/bench",
+			Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits},
+		}}},
+	}
+	var terms []corev1.NodeSelectorRequirement
+	if kind == plainZonal {
+		terms = append(terms, corev1.NodeSelectorRequirement{Key: corev1.LabelTopologyZone,
+			Operator: corev1.NodeSelectorOpIn, Values: []string{zoneName(i / len(mix))}})
+	}
+	if tenant != "" && variant == "affinity" {
+		terms = append(terms, corev1.NodeSelectorRequirement{Key: guard.LabelTenantPool,
+			Operator: corev1.NodeSelectorOpIn, Values: []string{tenant}})
+		p.Spec.Tolerations = []corev1.Toleration{{Key: guard.TaintTenantPool, Operator: corev1.TolerationOpEqual,
+			Value: tenant, Effect: corev1.TaintEffectNoSchedule}}
+	}
+	if len(terms) > 0 {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: terms}}}}}
+	}
+	return p
 }
 
 // sentAnnotation carries when the benchmark sent a pod, for the latency
@@ -146,7 +209,7 @@ type bindWatcher struct {
 	mu      sync.Mutex
 	changed chan struct{}
 	boundAt map[string]time.Time
-	latency []time.Duration // of the paced pods
+	latency []time.Duration // of the steady phase's pods, from when each was due
 }
 
 // watchBinds starts watching pods until ctx ends.
@@ -167,7 +230,7 @@ func watchBinds(ctx context.Context, c *cluster) (*bindWatcher, error) {
 			return
 		}
 		w.boundAt[key] = now
-		if sent, err := time.Parse(time.RFC3339Nano, p.Annotations[sentAnnotation]); err == nil && strings.HasPrefix(p.Name, "paced-") {
+		if sent, err := time.Parse(time.RFC3339Nano, p.Annotations[sentAnnotation]); err == nil && strings.HasPrefix(p.Name, steadyPrefix) {
 			w.latency = append(w.latency, now.Sub(sent))
 		}
 		select {
@@ -209,7 +272,7 @@ func (w *bindWatcher) wait(ctx context.Context, n int) (time.Time, error) {
 	}
 }
 
-func (w *bindWatcher) pacedLatencies() []time.Duration {
+func (w *bindWatcher) steadyLatencies() []time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.latency)

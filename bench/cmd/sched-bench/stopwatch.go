@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +20,7 @@ const stopwatchName = "BenchStopwatch"
 type stopwatch struct {
 	mu      sync.Mutex
 	started map[types.UID]time.Time
-	took    map[types.UID]time.Duration
+	took    map[string]time.Duration // by pod name
 }
 
 var (
@@ -29,7 +30,7 @@ var (
 )
 
 func newStopwatch() *stopwatch {
-	return &stopwatch{started: map[types.UID]time.Time{}, took: map[types.UID]time.Duration{}}
+	return &stopwatch{started: map[types.UID]time.Time{}, took: map[string]time.Duration{}}
 }
 
 func (s *stopwatch) factory(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
@@ -58,16 +59,19 @@ func (s *stopwatch) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 func (s *stopwatch) PostBind(_ context.Context, _ fwk.CycleState, p *corev1.Pod, _ string) {
 	now := time.Now()
 	s.mu.Lock()
-	s.took[p.UID] = now.Sub(s.started[p.UID])
+	s.took[p.Name] = now.Sub(s.started[p.UID])
 	s.mu.Unlock()
 }
 
-func (s *stopwatch) latencies() []time.Duration {
+// latencies returns the times of the pods whose names start with prefix.
+func (s *stopwatch) latencies(prefix string) []time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]time.Duration, 0, len(s.took))
-	for _, d := range s.took {
-		out = append(out, d)
+	for name, d := range s.took {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, d)
+		}
 	}
 	return out
 }

@@ -25,6 +25,13 @@ var variantConfigs = map[string]func(profile map[string]any){
 	"every-cycle": func(profile map[string]any) {
 		pluginArgs(profile)["answerReuse"] = "0s"
 	},
+	// affinity is stock kube-scheduler scheduling pods that carry, in
+	// place of enforcement, the node affinity and toleration that give
+	// the same placement (podFor).
+	"affinity": func(profile map[string]any) {
+		delete(profile, "plugins")
+		delete(profile, "pluginConfig")
+	},
 }
 
 // variantDescriptions name the variants in the report.
@@ -32,12 +39,13 @@ var variantDescriptions = map[string]string{
 	"plugin":      "(a) xila-guard-scheduler",
 	"every-cycle": "(a′) same, answers never reused",
 	"stock":       "(b) same binary, plugin disabled",
+	"affinity":    "(d) stock scheduler, pods with affinity and tolerations",
 }
 
 // writeConfig writes a variant's KubeSchedulerConfiguration, derived from
 // the example at path, and returns its file name. Every variant gets the
 // same client limits and the stopwatch, which runs first in PreFilter.
-func writeConfig(o *options, c *cluster, example, variant string) (string, error) {
+func writeConfig(c *cluster, example, variant string, qps int) (string, error) {
 	data, err := os.ReadFile(example)
 	if err != nil {
 		return "", err
@@ -46,7 +54,11 @@ func writeConfig(o *options, c *cluster, example, variant string) (string, error
 	if err := yaml.Unmarshal(data, &cfg); err != nil {
 		return "", fmt.Errorf("%s: %w", example, err)
 	}
-	cfg["clientConnection"] = map[string]any{"kubeconfig": c.kubeconfig, "qps": o.qps, "burst": o.qps}
+	limit, burst := float64(qps), 2*qps
+	if qps == 0 {
+		limit, burst = unthrottled, unthrottled
+	}
+	cfg["clientConnection"] = map[string]any{"kubeconfig": c.kubeconfig, "qps": limit, "burst": burst}
 	cfg["leaderElection"] = map[string]any{"leaderElect": false}
 	profile := cfg["profiles"].([]any)[0].(map[string]any)
 	if profile["schedulerName"] != guard.SchedulerName {
@@ -76,6 +88,9 @@ func writeConfig(o *options, c *cluster, example, variant string) (string, error
 	file := filepath.Join(c.dir, variant+".yaml")
 	return file, os.WriteFile(file, out, 0o600)
 }
+
+// unthrottled is a client QPS and burst no run comes near.
+const unthrottled = 1_000_000
 
 // pluginArgs returns the XilaGuardEnforcement args of a profile, or nil.
 func pluginArgs(profile map[string]any) map[string]any {

@@ -8,7 +8,7 @@
 // the same process, so the report separates the webhook's own cost from
 // the transport's.
 //
-//	go run ./components/webhook/cmd/webhook-load
+//	go run ./bench/cmd/webhook-load
 package main
 
 import (

@@ -4,18 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"runtime"
 	"slices"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/xila-guard/xila-guard/bench/internal/fixture"
+	"github.com/xila-guard/xila-guard/bench/internal/host"
+	"github.com/xila-guard/xila-guard/bench/internal/openloop"
 )
 
 // scenario is one kind of request and the answer it must get.
@@ -50,15 +52,15 @@ func run(ctx context.Context, o options) error {
 	}
 	defer s.close()
 	scenarios := []scenario{
-		{name: "baseline (constant answer, same TLS stack)", body: review(samplePod("acme-ml", false)), allowed: true, baseline: true},
-		{name: "allowed: protected pod (rules + evaluator)", body: review(samplePod("acme-ml", false)), allowed: true},
-		{name: "allowed: plain pod (pool rules, no evaluator)", body: review(samplePod("web", false)), allowed: true},
-		{name: "denied: privileged protected pod", body: review(samplePod("acme-ml", true)), allowed: false},
+		{name: "baseline (constant answer, same TLS stack)", body: review(fixture.Pod("acme-ml", false)), allowed: true, baseline: true},
+		{name: "allowed: protected pod (rules + evaluator)", body: review(fixture.Pod("acme-ml", false)), allowed: true},
+		{name: "allowed: plain pod (pool rules, no evaluator)", body: review(fixture.Pod("web", false)), allowed: true},
+		{name: "denied: privileged protected pod", body: review(fixture.Pod("acme-ml", true)), allowed: false},
 	}
 	fmt.Printf("webhook-load: GOMAXPROCS=%d, %s per measurement after %s warm-up, %d runs, webhook collector %s\n\n",
 		runtime.GOMAXPROCS(0), o.duration, o.warmup, o.runs, collector)
-	fmt.Printf("load average before: %s\n\n", loadavg())
-	defer func() { fmt.Printf("\nload average after: %s\n", loadavg()) }()
+	fmt.Printf("load average before: %s\n\n", host.LoadAvg())
+	defer func() { fmt.Printf("\nload average after: %s\n", host.LoadAvg()) }()
 	fmt.Println("| scenario | rate (req/s) | p50 | p99 | max | p99 / baseline p99 | sent late, p99 | new connections | cpu/req (client+webhook) | wrong or failed |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, rate := range o.rates {
@@ -99,65 +101,36 @@ func load(ctx context.Context, s *servers, sc scenario, rate int, d time.Duratio
 		url = s.baseline + "/validate-pods"
 	}
 	n := int(d.Seconds() * float64(rate))
-	interval := time.Second / time.Duration(rate)
-	lat, late := make([]time.Duration, n), make([]time.Duration, n)
-	failed := make([]bool, n)
-	var wg sync.WaitGroup
-	cpu0, conns0 := cpuTime(), s.conns.Load()
-	start := time.Now()
-	for i := range n {
-		due := start.Add(time.Duration(i) * interval)
-		if wait := time.Until(due); wait > 0 {
-			time.Sleep(wait)
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		sent := time.Now()
-		late[i] = sent.Sub(due)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ok := send(s.client, url, sc)
-			lat[i], failed[i] = time.Since(sent), !ok
-		}()
-	}
-	wg.Wait()
-	r := result{sent: n, newConns: s.conns.Load() - conns0}
+	cpu0, conns0 := host.SelfCPU(), s.conns.Load()
+	samples := openloop.Run(ctx, rate, n, func(int) error { return send(s.client, url, sc) })
+	r := result{sent: n, newConns: s.conns.Load() - conns0, errors: openloop.Errors(samples)}
 	if n > 0 {
-		r.cpu = (cpuTime() - cpu0) / time.Duration(n)
+		r.cpu = (host.SelfCPU() - cpu0) / time.Duration(n)
 	}
-	for _, f := range failed {
-		if f {
-			r.errors++
-		}
-	}
-	slices.Sort(lat)
-	slices.Sort(late)
-	if n > 0 {
-		r.p50, r.p99, r.max = lat[n/2], lat[(n*99)/100], lat[n-1]
-		r.lateP99 = late[(n*99)/100]
-	}
+	fromSend := func(s openloop.Sample) time.Duration { return s.FromSend }
+	r.p50, r.p99 = openloop.Percentile(samples, 50, fromSend), openloop.Percentile(samples, 99, fromSend)
+	r.max = openloop.Percentile(samples, 100, fromSend)
+	r.lateP99 = openloop.Percentile(samples, 99, func(s openloop.Sample) time.Duration { return s.Late })
 	return r
 }
 
 // send posts one review and checks the answer.
-func send(c *http.Client, url string, sc scenario) bool {
+func send(c *http.Client, url string, sc scenario) error {
 	resp, err := c.Post(url, "application/json", bytes.NewReader(sc.body))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "request failed:", err)
-		return false
+		return err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		fmt.Fprintf(os.Stderr, "%s: status %d, %v: %.200s\n", sc.name, resp.StatusCode, err, body)
-		return false
+		return fmt.Errorf("status %d", resp.StatusCode)
 	}
 	var out admissionv1.AdmissionReview
 	if json.Unmarshal(body, &out) != nil || out.Response == nil {
 		fmt.Fprintf(os.Stderr, "%s: not an admission review: %.200s\n", sc.name, body)
-		return false
+		return errors.New("not an admission review")
 	}
 	if out.Response.Allowed != sc.allowed {
 		msg := ""
@@ -165,9 +138,9 @@ func send(c *http.Client, url string, sc scenario) bool {
 			msg = out.Response.Result.Message
 		}
 		fmt.Fprintf(os.Stderr, "%s: allowed %t, want %t: %s\n", sc.name, out.Response.Allowed, sc.allowed, msg)
-		return false
+		return errors.New("wrong answer")
 	}
-	return true
+	return nil
 }
 
 // median takes, field by field, the median over runs.
@@ -196,25 +169,3 @@ func median(rs []result) result {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond)) }
-
-// cpuTime is the process's user plus system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// loadavg is the first three fields of /proc/loadavg, or "unknown".
-func loadavg() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}

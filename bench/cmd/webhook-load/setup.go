@@ -194,31 +194,3 @@ func review(pod *corev1.Pod) []byte {
 	})
 	return body
 }
-
-// pods used by the scenarios: a realistic Deployment pod.
-func samplePod(ns string, privileged bool) *corev1.Pod {
-	p := &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "train-7d9f8c6b5-x2x4q", Namespace: ns, GenerateName: "train-7d9f8c6b5-",
-			Labels: map[string]string{"app": "train", "pod-template-hash": "7d9f8c6b5"}},
-		Spec: corev1.PodSpec{
-			SchedulerName: guard.SchedulerName, ServiceAccountName: "default",
-			Containers: []corev1.Container{{
-				Name: "train", Image: "registry.example/acme/train:1.4.2",
-				Args:         []string{"--epochs=10", "--data=/data"},
-				Env:          []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}, {Name: "OMP_NUM_THREADS", Value: "8"}},
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-			}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-			Tolerations: []corev1.Toleration{
-				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-			},
-		},
-	}
-	if privileged {
-		t := true
-		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &t}
-	}
-	return p
-}
