@@ -100,7 +100,7 @@ e2e-volcano: ## Volcano scenarios against real Volcano (VOLCANO_VERSION) from it
 ##@ Code health
 
 lint: tools ## gofmt, go vet and staticcheck on every module; helm lint --strict on the chart.
-	@unformatted=$$(gofmt -l components e2e charts terraform hack); \
+	@unformatted=$$(gofmt -l components bench e2e charts terraform hack); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt -w these files:"; echo "$$unformatted"; exit 1; fi
 	go vet -tags integration,e2e $(GO_PACKAGES)
 	$(BIN)/staticcheck -tags integration,e2e $(GO_PACKAGES)
