@@ -19,7 +19,7 @@ type options struct {
 	variants         []string
 	rounds           int
 	duration, warmup time.Duration
-	tenants          int
+	tenants, conns   int
 	assets, crds     string
 	webhookBin       string
 	goDefaults       bool
@@ -44,6 +44,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per mode, rate, variant and round")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load at the same rate before each measurement")
 	fs.IntVar(&o.tenants, "tenants", 20, "tenants, each with a namespace, a TenantBinding and a PlacementPolicy; requests go round robin over their namespaces")
+	fs.IntVar(&o.conns, "conns", 16, "HTTP/2 connections of the generator to the API server, used round robin")
 	fs.StringVar(&o.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver and etcd (default $KUBEBUILDER_ASSETS, or _output/envtest)")
 	fs.StringVar(&o.crds, "crds", "components/api/config/crd", "directory with the guard CRDs")
 	fs.StringVar(&o.webhookBin, "webhook-bin", "", "the xila-guard-webhook binary; empty builds it from components/webhook/cmd/xila-guard-webhook")
@@ -78,8 +79,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			errs = append(errs, fmt.Errorf("--variants: unknown variant %q, want some of %s", v, strings.Join(variantNames, ", ")))
 		}
 	}
-	if o.rounds < 1 || o.tenants < 1 || o.duration <= 0 || o.warmup < 0 {
-		errs = append(errs, errors.New("want --rounds and --tenants >= 1, --duration > 0 and --warmup >= 0"))
+	if o.rounds < 1 || o.tenants < 1 || o.conns < 1 || o.duration <= 0 || o.warmup < 0 {
+		errs = append(errs, errors.New("want --rounds, --tenants and --conns >= 1, --duration > 0 and --warmup >= 0"))
 	}
 	return o, errors.Join(errs...)
 }

@@ -18,15 +18,14 @@ import (
 	"github.com/xila-guard/xila-guard/bench/internal/fixture"
 )
 
-// generator sends pod CREATEs to the API server, each on a connection of
-// its own (HTTP/1.1, as many connections as requests in flight, kept
-// open between requests), so that no request waits for another on the
-// client side. Pods are sent as a controller sends them: in protobuf,
-// named by generateName.
+// generator sends pod CREATEs to the API server over many connections,
+// each HTTP/2 as client-go's, round robin, so that requests in flight
+// share connections and bursts open none. Pods are sent as a controller
+// sends them: in protobuf, named by generateName.
 type generator struct {
-	client *http.Client
-	host   string
-	token  string
+	clients []*http.Client
+	host    string
+	token   string
 	// bodies are each namespace's pod, encoded.
 	namespaces []string
 	bodies     [][]byte
@@ -35,24 +34,25 @@ type generator struct {
 
 const contentTypeProtobuf = "application/vnd.kubernetes.protobuf"
 
-func newGenerator(c *cluster, tenants int) (*generator, error) {
-	tlsCfg, err := rest.TLSConfigFor(c.cfg)
-	if err != nil {
-		return nil, err
-	}
-	tlsCfg.NextProtos = []string{"http/1.1"}
+func newGenerator(c *cluster, tenants, conns int) (*generator, error) {
 	g := &generator{host: strings.TrimSuffix(c.cfg.Host, "/"), token: c.cfg.BearerToken}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	t := &http.Transport{
-		TLSClientConfig:     tlsCfg,
-		TLSHandshakeTimeout: 10 * time.Second,
-		MaxIdleConnsPerHost: 4096,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			g.dials.Add(1)
-			return dialer.DialContext(ctx, network, addr)
-		},
+	for range conns {
+		tlsCfg, err := rest.TLSConfigFor(c.cfg)
+		if err != nil {
+			return nil, err
+		}
+		t := &http.Transport{
+			TLSClientConfig:     tlsCfg,
+			TLSHandshakeTimeout: 10 * time.Second,
+			ForceAttemptHTTP2:   true,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				g.dials.Add(1)
+				return dialer.DialContext(ctx, network, addr)
+			},
+		}
+		g.clients = append(g.clients, &http.Client{Transport: t, Timeout: 60 * time.Second})
 	}
-	g.client = &http.Client{Transport: t, Timeout: 60 * time.Second}
 	enc := protobuf.NewSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme)
 	for i := range tenants {
 		ns := tenantID(i)
@@ -85,7 +85,7 @@ func (g *generator) create(ctx context.Context, i int, dryRun bool) error {
 	if g.token != "" {
 		req.Header.Set("Authorization", "Bearer "+g.token)
 	}
-	resp, err := g.client.Do(req)
+	resp, err := g.clients[i%len(g.clients)].Do(req)
 	if err != nil {
 		return err
 	}
@@ -100,40 +100,25 @@ func (g *generator) create(ctx context.Context, i int, dryRun bool) error {
 	return nil
 }
 
-// prewarm opens n connections to the API server and leaves them idle in
-// the pool, so that a measurement's bursts find a connection open rather
-// than wait for a handshake: n watches held for a second, all at once.
-func (g *generator) prewarm(ctx context.Context, n int) error {
-	errs := make(chan error, n)
-	for range n {
-		go func() {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-				g.host+"/api/v1/namespaces/"+g.namespaces[0]+"/pods?watch=true&timeoutSeconds=1", nil)
-			if err != nil {
-				errs <- err
-				return
-			}
-			if g.token != "" {
-				req.Header.Set("Authorization", "Bearer "+g.token)
-			}
-			resp, err := g.client.Do(req)
-			if err != nil {
-				errs <- err
-				return
-			}
-			_, err = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			errs <- err
-		}()
-	}
-	var first error
-	for range n {
-		if err := <-errs; err != nil && first == nil {
-			first = err
+// connect opens every connection, so that none is opened while measuring.
+func (g *generator) connect(ctx context.Context) error {
+	for _, c := range g.clients {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.host+"/readyz", nil)
+		if err != nil {
+			return err
 		}
-	}
-	if first != nil {
-		return fmt.Errorf("opening the generator's connections: %w", first)
+		if g.token != "" {
+			req.Header.Set("Authorization", "Bearer "+g.token)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return fmt.Errorf("connecting to the API server: %w", err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.ProtoMajor != 2 {
+			return fmt.Errorf("the API server answered over %s, want HTTP/2", resp.Proto)
+		}
 	}
 	return nil
 }

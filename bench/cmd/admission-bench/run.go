@@ -11,11 +11,6 @@ import (
 	"github.com/xila-guard/xila-guard/bench/internal/host"
 )
 
-// generatorConns is how many connections the generator opens before it
-// measures: more than a measurement at 1,000/s has requests in flight
-// unless the API server falls seconds behind.
-const generatorConns = 256
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
@@ -58,12 +53,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			b.hooks[v], b.conns[v] = w, watchConns(ctx, port(w.addr))
 		}
 	}
-	if b.g, err = newGenerator(c, o.tenants); err != nil {
+	if b.g, err = newGenerator(c, o.tenants, o.conns); err != nil {
 		return err
 	}
-	if err := b.g.prewarm(ctx, generatorConns); err != nil {
+	if err := b.g.connect(ctx); err != nil {
 		return err
 	}
+	idle, err := c.settle(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "kube-apiserver settled: %.1f%% of a CPU at rest\n", idle*100)
 	env := fmt.Sprintf("%d CPUs, GOMAXPROCS=%d, %d tenants, %s per measurement after %s warm-up, %d rounds, webhook Go settings %s",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), o.tenants, o.duration, o.warmup, o.rounds, goSettings(o))
 	fmt.Fprintf(stderr, "%s\nstarted %s, load average %s\n", env, time.Now().UTC().Format(time.RFC3339), host.LoadAvg())
