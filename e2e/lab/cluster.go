@@ -136,23 +136,28 @@ func (c *Cluster) InstallChart(ctx context.Context, values map[string]any) error
 	return c.waitAdmissionServing(ctx)
 }
 
-// waitAdmissionServing waits until the API server reaches every webhook
-// that judges pods. helm --wait returns once the webhook's pods are ready,
-// but the Service's endpoints still have to reach kube-proxy on the control
-// plane; until then a pod create fails with "failed calling webhook". A
-// plain pod in the default namespace, created as a server-side dry run, is
-// judged by every pod webhook (dry runs are sent to webhooks without side
-// effects) and admitted once they answer. Without the webhook it succeeds
-// at once.
+// waitAdmissionServing waits until the API server reaches the webhook.
+// helm --wait returns once the webhook's pods are ready, but the Service's
+// endpoints still have to reach kube-proxy on the control plane; until then
+// a pod create in a tenant's namespace fails with "failed calling webhook".
+// The probe is a pod in the default namespace that names a node: outside
+// the tenants' namespaces only such pods are sent to the webhook, so it is
+// judged by the webhook whatever tenants exist. It is a server-side dry
+// run (sent to webhooks without side effects); the webhook serves once the
+// API server gets any answer from it, admitted or refused. Without the
+// webhook it is admitted at once.
 func (c *Cluster) waitAdmissionServing(ctx context.Context) error {
 	probe := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "xg-admission-probe-", Namespace: metav1.NamespaceDefault},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: c.Agnhost}}},
+		Spec: corev1.PodSpec{
+			NodeName:   "xg-admission-probe",
+			Containers: []corev1.Container{{Name: "probe", Image: c.Agnhost}},
+		},
 	}
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, last = c.Kube.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return last == nil, nil
+		return last == nil || !strings.Contains(last.Error(), "failed calling webhook"), nil
 	})
 	if err != nil {
 		return fmt.Errorf("admission webhooks not answering after the install: %v (last: %v)", err, last)
