@@ -23,6 +23,7 @@ type options struct {
 	assets, crds     string
 	webhookBin       string
 	goDefaults       bool
+	webhookProcs     int
 	perfDir          string
 }
 
@@ -49,6 +50,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.crds, "crds", "components/api/config/crd", "directory with the guard CRDs")
 	fs.StringVar(&o.webhookBin, "webhook-bin", "", "the xila-guard-webhook binary; empty builds it from components/webhook/cmd/xila-guard-webhook")
 	fs.BoolVar(&o.goDefaults, "webhook-go-defaults", false, "run the webhook with Go's collector defaults instead of the chart's GOGC and GOMEMLIMIT")
+	fs.IntVar(&o.webhookProcs, "webhook-gomaxprocs", 0, "GOMAXPROCS of the webhook processes; 0 leaves Go's default (the CPUs it may use)")
 	fs.StringVar(&o.perfDir, "perf-dir", "", "record the webhook process with perf during each webhook measurement, to <dir>/<mode>-<rate>-<round>.data")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -79,8 +81,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			errs = append(errs, fmt.Errorf("--variants: unknown variant %q, want some of %s", v, strings.Join(variantNames, ", ")))
 		}
 	}
-	if o.rounds < 1 || o.tenants < 1 || o.conns < 1 || o.duration <= 0 || o.warmup < 0 {
-		errs = append(errs, errors.New("want --rounds, --tenants and --conns >= 1, --duration > 0 and --warmup >= 0"))
+	if o.rounds < 1 || o.tenants < 1 || o.conns < 1 || o.duration <= 0 || o.warmup < 0 || o.webhookProcs < 0 {
+		errs = append(errs, errors.New("want --rounds, --tenants and --conns >= 1, --duration > 0, --warmup and --webhook-gomaxprocs >= 0"))
 	}
 	return o, errors.Join(errs...)
 }

@@ -70,18 +70,39 @@ type bench struct {
 	g     *generator
 }
 
-// snapshot is the counters a measurement takes the difference of.
-type snapshot struct {
-	apiserver, webhook families
-	cpu                map[string]time.Duration
-	conns              int
-	dials              int64
+// counters are what a measurement takes the difference of, read at
+// once: CPU times, the generator's dials and the webhook's connections.
+type counters struct {
+	cpu   map[string]time.Duration
+	conns int
+	dials int64
 }
 
-// snapshot reads the counters; the webhook's are those of variant v's
-// process, when v is a webhook, and its CPU is every webhook process's.
-func (b *bench) snapshot(ctx context.Context, v string) (snapshot, error) {
-	var s snapshot
+// counters reads the counters; the connections are those to variant v's
+// webhook, and the webhook's CPU is every webhook process's.
+func (b *bench) counters(v string) counters {
+	c := counters{cpu: map[string]time.Duration{
+		processAPIServer: host.ProcCPU(b.c.apiserver), processEtcd: host.ProcCPU(b.c.etcd), processGenerator: host.SelfCPU(),
+	}}
+	for _, w := range b.hooks {
+		c.cpu[processWebhook] += host.ProcCPU(w.pid())
+	}
+	c.dials = b.g.dials.Load()
+	if w := b.conns[v]; w != nil {
+		c.conns, _ = w.connections()
+	}
+	return c
+}
+
+// scrape is the API server's metrics and, when v is a webhook, its
+// process's.
+type scrape struct{ apiserver, webhook families }
+
+// scrape reads the metrics. Serving /metrics costs the API server tens of
+// milliseconds of CPU, so a measurement reads its counters after the first
+// scrape and before the second.
+func (b *bench) scrape(ctx context.Context, v string) (scrape, error) {
+	var s scrape
 	text, err := b.c.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return s, fmt.Errorf("scraping the API server: %w", err)
@@ -96,15 +117,7 @@ func (b *bench) snapshot(ctx context.Context, v string) (snapshot, error) {
 		if s.webhook, err = parseMetrics(text, metricHandler, metricGC); err != nil {
 			return s, err
 		}
-		s.conns, _ = b.conns[v].connections()
 	}
-	s.cpu = map[string]time.Duration{
-		processAPIServer: host.ProcCPU(b.c.apiserver), processEtcd: host.ProcCPU(b.c.etcd), processGenerator: host.SelfCPU(),
-	}
-	for _, w := range b.hooks {
-		s.cpu[processWebhook] += host.ProcCPU(w.pid())
-	}
-	s.dials = b.g.dials.Load()
 	return s, nil
 }
 
@@ -123,7 +136,7 @@ func (b *bench) measure(ctx context.Context, s setting, round int) (measurement,
 	if b.o.warmup > 0 {
 		load(b.o.warmup)
 	}
-	before, err := b.snapshot(ctx, s.variant)
+	before, err := b.scrape(ctx, s.variant)
 	if err != nil {
 		return m, err
 	}
@@ -134,11 +147,13 @@ func (b *bench) measure(ctx context.Context, s setting, round int) (measurement,
 			return m, err
 		}
 	}
+	c0 := b.counters(s.variant)
 	samples := load(b.o.duration)
+	c1 := b.counters(s.variant)
 	if perf != nil {
 		perf.stop()
 	}
-	after, err := b.snapshot(ctx, s.variant)
+	after, err := b.scrape(ctx, s.variant)
 	if err != nil {
 		return m, err
 	}
@@ -163,7 +178,7 @@ func (b *bench) measure(ctx context.Context, s setting, round int) (measurement,
 	m.cpu = map[string]time.Duration{}
 	for _, p := range processes {
 		if m.sent > 0 {
-			m.cpu[p] = (after.cpu[p] - before.cpu[p]) / time.Duration(m.sent)
+			m.cpu[p] = (c1.cpu[p] - c0.cpu[p]) / time.Duration(m.sent)
 		}
 	}
 	pods := labels{"verb": "POST", "resource": "pods", "subresource": ""}
@@ -175,8 +190,8 @@ func (b *bench) measure(ctx context.Context, s setting, round int) (measurement,
 	podsOnly := labels{"resource": "pods"}
 	m.handler = after.webhook.histogram(metricHandler, podsOnly).since(before.webhook.histogram(metricHandler, podsOnly))
 	m.gcs = after.webhook.histogram(metricGC, nil).count - before.webhook.histogram(metricGC, nil).count
-	m.conns = after.conns - before.conns
-	m.generatorDials = int(after.dials - before.dials)
+	m.conns = c1.conns - c0.conns
+	m.generatorDials = int(c1.dials - c0.dials)
 	if !dryRun {
 		if err := b.deletePods(ctx); err != nil {
 			return m, err

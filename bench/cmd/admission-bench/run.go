@@ -99,10 +99,14 @@ func rotate(vs []string, k int) []string {
 }
 
 func goSettings(o *options) string {
+	s := fmt.Sprint(chartGo)
 	if o.goDefaults {
-		return "Go's defaults"
+		s = "Go's defaults"
 	}
-	return fmt.Sprint(chartGo)
+	if o.webhookProcs > 0 {
+		s += fmt.Sprintf(", GOMAXPROCS=%d", o.webhookProcs)
+	}
+	return s
 }
 
 func logMeasurement(w io.Writer, round int, s setting, m measurement) {

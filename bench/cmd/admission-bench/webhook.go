@@ -77,6 +77,9 @@ func startWebhook(ctx context.Context, o *options, bin, key string, c *cluster) 
 	if !o.goDefaults {
 		w.cmd.Env = append(w.cmd.Env, chartGo...)
 	}
+	if o.webhookProcs > 0 {
+		w.cmd.Env = append(w.cmd.Env, fmt.Sprintf("GOMAXPROCS=%d", o.webhookProcs))
+	}
 	w.cmd.Stdout, w.cmd.Stderr = logFile, logFile
 	if err := w.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
