@@ -3,86 +3,40 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/xila-guard/xila-guard/bench/internal/apiserver"
 	"github.com/xila-guard/xila-guard/bench/internal/host"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
-// cluster is the API server and etcd the benchmark runs against.
+// cluster is the API server and etcd the benchmark runs against; its
+// kubeconfig is the webhook's, as a user with full rights.
 type cluster struct {
-	env   *envtest.Environment
-	cfg   *rest.Config
-	kube  kubernetes.Interface
-	guard client.Client
-	// kubeconfig is the webhook's, as a user with full rights.
-	kubeconfig string
-	dir        string
+	*apiserver.Server
 	// apiserver and etcd are the pids of the two processes.
 	apiserver, etcd int
 }
 
 // startCluster starts kube-apiserver and etcd with the guard CRDs.
 func startCluster(o *options) (*cluster, error) {
-	os.Setenv("KUBEBUILDER_ASSETS", o.assets)
-	scheme := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	c := &cluster{env: &envtest.Environment{CRDDirectoryPaths: []string{o.crds}, ErrorIfCRDPathMissing: true, Scheme: scheme}}
-	cfg, err := c.env.Start()
+	s, err := apiserver.Start(o.assets, o.crds, "xila-guard-webhook", "admission-bench")
 	if err != nil {
-		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", o.assets, err)
-	}
-	c.cfg = rest.CopyConfig(cfg)
-	c.cfg.QPS, c.cfg.Burst = -1, -1
-	if c.kube, err = kubernetes.NewForConfig(c.cfg); err != nil {
-		return nil, err
-	}
-	if c.guard, err = client.New(c.cfg, client.Options{Scheme: scheme}); err != nil {
-		return nil, err
-	}
-	user, err := c.env.AddUser(envtest.User{Name: "xila-guard-webhook", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return nil, err
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return nil, err
-	}
-	if c.dir, err = os.MkdirTemp("", "admission-bench-"); err != nil {
-		return nil, err
-	}
-	c.kubeconfig = filepath.Join(c.dir, "kubeconfig")
-	if err := os.WriteFile(c.kubeconfig, data, 0o600); err != nil {
 		return nil, err
 	}
 	children := host.Children()
 	if len(children["kube-apiserver"]) != 1 || len(children["etcd"]) != 1 {
+		s.Stop()
 		return nil, fmt.Errorf("want one kube-apiserver and one etcd among this process's children, got %v", children)
 	}
-	c.apiserver, c.etcd = children["kube-apiserver"][0], children["etcd"][0]
-	return c, nil
+	return &cluster{Server: s, apiserver: children["kube-apiserver"][0], etcd: children["etcd"][0]}, nil
 }
 
-func (c *cluster) stop() {
-	_ = c.env.Stop()
-	os.RemoveAll(c.dir)
-}
+func (c *cluster) stop() { c.Stop() }
 
 func tenantID(i int) string { return fmt.Sprintf("tenant-%02d", i) }
 
@@ -98,16 +52,16 @@ func (c *cluster) populate(ctx context.Context, tenants int) error {
 				Evidence:    v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}},
 				GPUSharing:  &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}},
 			}}
-		if err := c.guard.Create(ctx, policy); err != nil {
+		if err := c.Guard.Create(ctx, policy); err != nil {
 			return fmt.Errorf("creating policy %s: %w", id, err)
 		}
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{guard.LabelTenant: id}}}
-		if _, err := c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating namespace %s: %w", id, err)
 		}
 		b := &v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: v1alpha1.TenantBindingSpec{
 			TenantID: id, Namespaces: []string{id}, EffectivePolicyRef: &v1alpha1.PolicyReference{Name: id}}}
-		if err := c.guard.Create(ctx, b); err != nil {
+		if err := c.Guard.Create(ctx, b); err != nil {
 			return fmt.Errorf("creating binding %s: %w", id, err)
 		}
 	}

@@ -35,10 +35,10 @@ type generator struct {
 const contentTypeProtobuf = "application/vnd.kubernetes.protobuf"
 
 func newGenerator(c *cluster, tenants, conns int) (*generator, error) {
-	g := &generator{host: strings.TrimSuffix(c.cfg.Host, "/"), token: c.cfg.BearerToken}
+	g := &generator{host: strings.TrimSuffix(c.Config.Host, "/"), token: c.Config.BearerToken}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	for range conns {
-		tlsCfg, err := rest.TLSConfigFor(c.cfg)
+		tlsCfg, err := rest.TLSConfigFor(c.Config)
 		if err != nil {
 			return nil, err
 		}

@@ -103,7 +103,7 @@ type scrape struct{ apiserver, webhook families }
 // scrape and before the second.
 func (b *bench) scrape(ctx context.Context, v string) (scrape, error) {
 	var s scrape
-	text, err := b.c.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	text, err := b.c.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return s, fmt.Errorf("scraping the API server: %w", err)
 	}
@@ -207,7 +207,7 @@ func (b *bench) deletePods(ctx context.Context) error {
 	errs := make([]error, len(b.g.namespaces))
 	for i, ns := range b.g.namespaces {
 		wg.Go(func() {
-			pods := b.c.kube.CoreV1().Pods(ns)
+			pods := b.c.Kube.CoreV1().Pods(ns)
 			if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}, metav1.ListOptions{}); err != nil {
 				errs[i] = fmt.Errorf("deleting the pods of %s: %w", ns, err)
 				return

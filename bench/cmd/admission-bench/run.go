@@ -34,7 +34,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	bin := o.webhookBin
 	if bin == "" {
-		if bin, err = buildWebhook(ctx, c.dir); err != nil {
+		if bin, err = buildWebhook(ctx, c.Dir); err != nil {
 			return err
 		}
 	}

@@ -136,7 +136,7 @@ func policy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionreg
 // useVariant leaves exactly the admission objects of variant v registered
 // and waits until the API server applies them.
 func useVariant(ctx context.Context, c *cluster, hooks map[string]*webhookProcess, v string) error {
-	ar := c.kube.AdmissionregistrationV1()
+	ar := c.Kube.AdmissionregistrationV1()
 	var errs []error
 	add := func(err error) {
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsAlreadyExists(err) {
@@ -188,7 +188,7 @@ func waitApplied(ctx context.Context, c *cluster, v string) error {
 	psaOnly.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{
 		Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
 	probe := func(p *corev1.Pod) string {
-		_, err := c.kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err == nil {
 			return variantNone
 		}

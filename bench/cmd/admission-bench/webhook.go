@@ -45,7 +45,7 @@ func buildWebhook(ctx context.Context, dir string) (string, error) {
 // Go settings and a serving key of kind key, and waits until it is ready
 // (its caches synced).
 func startWebhook(ctx context.Context, o *options, bin, key string, c *cluster) (*webhookProcess, error) {
-	dir := filepath.Join(c.dir, "webhook-"+key)
+	dir := filepath.Join(c.Dir, "webhook-"+key)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func startWebhook(ctx context.Context, o *options, bin, key string, c *cluster) 
 	w.cmd = exec.Command(bin,
 		"--listen="+addr, "--metrics-listen="+metrics,
 		"--tls-cert-file="+filepath.Join(dir, "tls.crt"), "--tls-key-file="+filepath.Join(dir, "tls.key"),
-		"--kubeconfig="+c.kubeconfig, "--profile=production", "--log-level=info")
+		"--kubeconfig="+c.Kubeconfig, "--profile=production", "--log-level=info")
 	w.cmd.Env = os.Environ()
 	if !o.goDefaults {
 		w.cmd.Env = append(w.cmd.Env, chartGo...)

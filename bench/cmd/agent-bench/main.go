@@ -9,17 +9,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/xila-guard/xila-guard/bench/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "agent-bench:", err)
-		os.Exit(1)
-	}
+	cli.Main("agent-bench", func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Stdout) })
 }

@@ -8,16 +8,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/signal"
+
+	"github.com/xila-guard/xila-guard/bench/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintf(os.Stderr, "core-bench: %v\n", err)
-		os.Exit(1)
-	}
+	cli.Main("core-bench", func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) })
 }

@@ -16,17 +16,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/xila-guard/xila-guard/bench/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "netpol-bench:", err)
-		os.Exit(1)
-	}
+	cli.Main("netpol-bench", func(ctx context.Context) error { return run(ctx, os.Args[1:]) })
 }

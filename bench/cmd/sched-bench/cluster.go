@@ -3,75 +3,29 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/xila-guard/xila-guard/bench/internal/apiserver"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
-// cluster is the API server the benchmark runs against.
-type cluster struct {
-	env        *envtest.Environment
-	kube       kubernetes.Interface
-	guard      client.Client
-	kubeconfig string
-	dir        string
-}
+// cluster is the API server the benchmark runs against; its kubeconfig is
+// the scheduler's.
+type cluster struct{ *apiserver.Server }
 
 // startCluster starts kube-apiserver and etcd with the guard CRDs.
 func startCluster(o *options) (*cluster, error) {
-	os.Setenv("KUBEBUILDER_ASSETS", o.assets)
-	scheme := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	c := &cluster{env: &envtest.Environment{CRDDirectoryPaths: []string{o.crds}, ErrorIfCRDPathMissing: true, Scheme: scheme}}
-	cfg, err := c.env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", o.assets, err)
-	}
-	fast := rest.CopyConfig(cfg)
-	fast.QPS, fast.Burst = -1, -1
-	if c.kube, err = kubernetes.NewForConfig(fast); err != nil {
-		return nil, err
-	}
-	if c.guard, err = client.New(fast, client.Options{Scheme: scheme}); err != nil {
-		return nil, err
-	}
-	user, err := c.env.AddUser(envtest.User{Name: "scheduler", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return nil, err
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return nil, err
-	}
-	if c.dir, err = os.MkdirTemp("", "sched-bench-"); err != nil {
-		return nil, err
-	}
-	c.kubeconfig = filepath.Join(c.dir, "kubeconfig")
-	return c, os.WriteFile(c.kubeconfig, data, 0o600)
+	s, err := apiserver.Start(o.assets, o.crds, "scheduler", "sched-bench")
+	return &cluster{s}, err
 }
 
-func (c *cluster) stop() {
-	_ = c.env.Stop()
-	os.RemoveAll(c.dir)
-}
+func (c *cluster) stop() { c.Stop() }
 
 // Names of the benchmark's objects.
 const (
@@ -91,21 +45,21 @@ func (c *cluster) populate(ctx context.Context, o *options) error {
 				MaxAge: &metav1.Duration{Duration: 24 * time.Hour}},
 			GPUSharing: &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}},
 		}}
-	if err := c.guard.Create(ctx, policy); err != nil {
+	if err := c.Guard.Create(ctx, policy); err != nil {
 		return err
 	}
-	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plainNamespace}}, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plainNamespace}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	for i := range o.tenants {
 		id := tenantID(i)
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{guard.LabelTenant: id}}}
-		if _, err := c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			return err
 		}
 		b := &v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: v1alpha1.TenantBindingSpec{
 			TenantID: id, Namespaces: []string{id}, EffectivePolicyRef: &v1alpha1.PolicyReference{Name: policyName}}}
-		if err := c.guard.Create(ctx, b); err != nil {
+		if err := c.Guard.Create(ctx, b); err != nil {
 			return err
 		}
 	}
@@ -137,7 +91,7 @@ func (c *cluster) createNode(ctx context.Context, name, pool, zone string, gpus 
 		n.Labels[guard.LabelTenantPool] = pool
 		n.Spec.Taints = []corev1.Taint{{Key: guard.TaintTenantPool, Value: pool, Effect: corev1.TaintEffectNoSchedule}}
 	}
-	created, err := c.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	created, err := c.Kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 	if err != nil {
 		return err
 	}
@@ -148,13 +102,13 @@ func (c *cluster) createNode(ctx context.Context, name, pool, zone string, gpus 
 	}
 	created.Status.Capacity, created.Status.Allocatable = room, room
 	created.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	if created, err = c.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	if created, err = c.Kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		return err
 	}
 	// Without a node controller nothing lifts the not-ready taint the API
 	// server puts on new nodes.
 	created.Spec.Taints = n.Spec.Taints
-	if created, err = c.kube.CoreV1().Nodes().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+	if created, err = c.Kube.CoreV1().Nodes().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
 		return err
 	}
 	if pool == "" {
@@ -165,7 +119,7 @@ func (c *cluster) createNode(ctx context.Context, name, pool, zone string, gpus 
 		devices[i] = v1alpha1.GPUDevice{ID: fmt.Sprintf("gpu-%d", i), Vendor: "nvidia", Model: "NVIDIA-H100-80GB-HBM3",
 			SharingMode: v1alpha1.SharingExclusive, CCMode: v1alpha1.CCModeOn}
 	}
-	return c.guard.Create(ctx, &v1alpha1.NodeSecurityState{
+	return c.Guard.Create(ctx, &v1alpha1.NodeSecurityState{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{guard.LabelTenantPool: pool}},
 		Spec: v1alpha1.NodeSecurityStateSpec{NodeUID: created.UID, Incarnation: "boot-1", ObservedAt: metav1.Now(),
 			Source: v1alpha1.SourceAttested, Complete: true, Devices: devices},

@@ -135,7 +135,7 @@ func createSteady(ctx context.Context, o *options, c *cluster, variant string) (
 }
 
 func (c *cluster) createPod(ctx context.Context, p *corev1.Pod) error {
-	_, err := c.kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	_, err := c.Kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 	return err
 }
 
@@ -215,7 +215,7 @@ type bindWatcher struct {
 // watchBinds starts watching pods until ctx ends.
 func watchBinds(ctx context.Context, c *cluster) (*bindWatcher, error) {
 	w := &bindWatcher{changed: make(chan struct{}, 1), boundAt: map[string]time.Time{}}
-	factory := informers.NewSharedInformerFactory(c.kube, 0)
+	factory := informers.NewSharedInformerFactory(c.Kube, 0)
 	inf := factory.Core().V1().Pods().Informer()
 	note := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
@@ -281,7 +281,7 @@ func (w *bindWatcher) steadyLatencies() []time.Duration {
 // misplaced counts pods the variant put where enforcement would not: a
 // protected pod off its tenant's pool, a plain pod on a pool node.
 func misplaced(ctx context.Context, c *cluster) (int, error) {
-	nodes, err := c.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -289,7 +289,7 @@ func misplaced(ctx context.Context, c *cluster) (int, error) {
 	for _, n := range nodes.Items {
 		pool[n.Name] = n.Labels[guard.LabelTenantPool]
 	}
-	pods, err := c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	pods, err := c.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -314,10 +314,10 @@ func deletePods(ctx context.Context, o *options, c *cluster) {
 		namespaces = append(namespaces, tenantID(i))
 	}
 	for _, ns := range namespaces {
-		_ = c.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		_ = c.Kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	}
 	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
+		pods, err := c.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil && len(pods.Items) == 0, nil
 	})
 }

@@ -58,7 +58,7 @@ func writeConfig(c *cluster, example, variant string, qps int) (string, error) {
 	if qps == 0 {
 		limit, burst = unthrottled, unthrottled
 	}
-	cfg["clientConnection"] = map[string]any{"kubeconfig": c.kubeconfig, "qps": limit, "burst": burst}
+	cfg["clientConnection"] = map[string]any{"kubeconfig": c.Kubeconfig, "qps": limit, "burst": burst}
 	cfg["leaderElection"] = map[string]any{"leaderElect": false}
 	profile := cfg["profiles"].([]any)[0].(map[string]any)
 	if profile["schedulerName"] != guard.SchedulerName {
@@ -85,7 +85,7 @@ func writeConfig(c *cluster, example, variant string, qps int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	file := filepath.Join(c.dir, variant+".yaml")
+	file := filepath.Join(c.Dir, variant+".yaml")
 	return file, os.WriteFile(file, out, 0o600)
 }
 
