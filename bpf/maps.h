@@ -34,8 +34,7 @@
 
 /* Keyed by the ifindex of the pod's host-side interface. A pod with one
  * IPv4 address carries it here, so that anti-spoofing checks its IPv4
- * packets without a lookup in xg_ep_addrs. The field was padding before:
- * the value keeps its size and older programs ignore it. */
+ * packets without a lookup in xg_ep_addrs. */
 struct endpoint {
 	__u32 ingress_policy;
 	__u32 egress_policy;
