@@ -247,12 +247,7 @@ func TestObserve(t *testing.T) {
 func installObserve(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 	cs := clientset(t, cfg)
 	dyn := dynamicClientFor(t, cfg)
-	kubectl := filepath.Join(suite.BinDir, "kubectl")
-	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(),
-		"apply", "--server-side", "-f", filepath.Join(suite.RepoRoot, "components/api/config/crd"))
-	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(),
-		"wait", "--for=condition=Established", "--timeout=60s", "crd/placementpolicies.guard.xila.us",
-		"crd/tenantbindings.guard.xila.us", "crd/nodesecuritystates.guard.xila.us")
+	applyCRDs(ctx, t, cfg)
 	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
 		"upgrade", "--install", releaseName, filepath.Join(suite.RepoRoot, "charts/xila-guard"),
 		"-n", platformNS, "--create-namespace", "--wait", "--timeout", "3m",
@@ -265,22 +260,7 @@ func installObserve(ctx context.Context, t *testing.T, cfg *envconf.Config) cont
 	}
 	o := &observed{tenant: envconf.RandomName("xg-observed", 16), workers: workers[:2]}
 	ctx = context.WithValue(ctx, observedKey{}, o)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.tenant, Labels: map[string]string{guardTenantLabel: o.tenant}}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating the tenant's namespace: %v", err)
-	}
-	createGuardObject(ctx, t, dyn, guardPolicies, map[string]any{
-		"apiVersion": guardGroup + "/v1alpha1", "kind": "PlacementPolicy", "metadata": map[string]any{"name": o.tenant},
-		"spec": map[string]any{
-			"confinement": "Pool",
-			"evidence":    map[string]any{"acceptedSources": []any{"nfd"}},
-			"gpuSharing":  map[string]any{"forbiddenModes": []any{"TimeSlicing"}},
-		},
-	})
-	createGuardObject(ctx, t, dyn, guardBindings, map[string]any{
-		"apiVersion": guardGroup + "/v1alpha1", "kind": "TenantBinding", "metadata": map[string]any{"name": o.tenant},
-		"spec": map[string]any{"tenantId": o.tenant, "namespaces": []any{o.tenant}, "effectivePolicyRef": map[string]any{"name": o.tenant}},
-	})
+	createPoolTenant(ctx, t, cs, dyn, o.tenant, "nfd")
 	for i, w := range o.workers {
 		sharing := "none"
 		if i == timeSlicedPoolNode {

@@ -98,33 +98,14 @@ func TestEnforcement(t *testing.T) {
 func installEnforcement(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 	cs := clientset(t, cfg)
 	dyn := dynamicClientFor(t, cfg)
-	runTool(ctx, t, filepath.Join(suite.BinDir, "kubectl"), "--kubeconfig", cfg.KubeconfigFile(),
-		"apply", "--server-side", "-f", filepath.Join(suite.RepoRoot, "components/api/config/crd"))
-	runTool(ctx, t, filepath.Join(suite.BinDir, "kubectl"), "--kubeconfig", cfg.KubeconfigFile(),
-		"wait", "--for=condition=Established", "--timeout=60s", "crd/placementpolicies.guard.xila.us",
-		"crd/tenantbindings.guard.xila.us", "crd/nodesecuritystates.guard.xila.us")
+	applyCRDs(ctx, t, cfg)
 	helmInstall(ctx, t, cfg, "production")
 
 	e := &enforcement{tenant: envconf.RandomName("xg-tenant", 16), workers: workerNames(ctx, t, cs)}
 	if len(e.workers) < 2 {
 		t.Fatalf("need 2 workers, cluster has %v", e.workers)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.tenant, Labels: map[string]string{guardTenantLabel: e.tenant}}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating the tenant's namespace: %v", err)
-	}
-	createGuardObject(ctx, t, dyn, guardPolicies, map[string]any{
-		"apiVersion": guardGroup + "/v1alpha1", "kind": "PlacementPolicy", "metadata": map[string]any{"name": e.tenant},
-		"spec": map[string]any{
-			"confinement": "Pool",
-			"evidence":    map[string]any{"acceptedSources": []any{"attested"}},
-			"gpuSharing":  map[string]any{"forbiddenModes": []any{"TimeSlicing"}},
-		},
-	})
-	createGuardObject(ctx, t, dyn, guardBindings, map[string]any{
-		"apiVersion": guardGroup + "/v1alpha1", "kind": "TenantBinding", "metadata": map[string]any{"name": e.tenant},
-		"spec": map[string]any{"tenantId": e.tenant, "namespaces": []any{e.tenant}, "effectivePolicyRef": map[string]any{"name": e.tenant}},
-	})
+	createPoolTenant(ctx, t, cs, dyn, e.tenant, "attested")
 	for i, w := range e.workers[:2] {
 		sharing := "Exclusive"
 		if i == timeSlicedWorker {
@@ -296,4 +277,38 @@ func runTool(ctx context.Context, t *testing.T, name string, args ...string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
 	}
+}
+
+// applyCRDs installs the guard CRDs and waits until they are served.
+func applyCRDs(ctx context.Context, t *testing.T, cfg *envconf.Config) {
+	t.Helper()
+	kubectl := filepath.Join(suite.BinDir, "kubectl")
+	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(),
+		"apply", "--server-side", "-f", filepath.Join(suite.RepoRoot, "components/api/config/crd"))
+	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(),
+		"wait", "--for=condition=Established", "--timeout=60s", "crd/placementpolicies.guard.xila.us",
+		"crd/tenantbindings.guard.xila.us", "crd/nodesecuritystates.guard.xila.us")
+}
+
+// createPoolTenant creates a tenant of one namespace, both named tenant,
+// bound to a policy of its name that confines it to its pool, accepts
+// evidence of source and forbids time-slicing.
+func createPoolTenant(ctx context.Context, t *testing.T, cs kubernetes.Interface, dyn dynamic.Interface, tenant, source string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant, Labels: map[string]string{guardTenantLabel: tenant}}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the tenant's namespace: %v", err)
+	}
+	createGuardObject(ctx, t, dyn, guardPolicies, map[string]any{
+		"apiVersion": guardGroup + "/v1alpha1", "kind": "PlacementPolicy", "metadata": map[string]any{"name": tenant},
+		"spec": map[string]any{
+			"confinement": "Pool",
+			"evidence":    map[string]any{"acceptedSources": []any{source}},
+			"gpuSharing":  map[string]any{"forbiddenModes": []any{"TimeSlicing"}},
+		},
+	})
+	createGuardObject(ctx, t, dyn, guardBindings, map[string]any{
+		"apiVersion": guardGroup + "/v1alpha1", "kind": "TenantBinding", "metadata": map[string]any{"name": tenant},
+		"spec": map[string]any{"tenantId": tenant, "namespaces": []any{tenant}, "effectivePolicyRef": map[string]any{"name": tenant}},
+	})
 }
