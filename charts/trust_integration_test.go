@@ -81,8 +81,8 @@ func applyTrustPolicies(t *testing.T, vals map[string]any, key string) {
 			names = append(names, o.name())
 		}
 	}
-	if len(names) != 4 {
-		t.Fatalf("the chart rendered the policies %v, want the pool membership, evidence label, compliance label and pool pod policies", names)
+	if len(names) != 5 {
+		t.Fatalf("the chart rendered the policies %v, want the pool membership, evidence label, compliance label, pool pod and attested evidence policies", names)
 	}
 	// The policies take effect once the API server's policy informer has
 	// them: a node labelling itself into a pool is refused from then on.
