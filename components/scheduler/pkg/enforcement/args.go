@@ -3,6 +3,7 @@ package enforcement
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -39,22 +40,32 @@ type Args struct {
 	// PoolLabel is the node label whose value names a node's pool, and the
 	// key of the pool taint; default guard.xila.us/tenant-pool.
 	PoolLabel string `json:"poolLabel,omitempty"`
+	// AttestationURL is the base URL of the attestation controller's
+	// challenge endpoint (docs/attest.md). When set, PreBind asks it to
+	// attest a node whose attested evidence is refused only for its age or
+	// a missing verdict, and judges the node again. Empty: no re-challenge.
+	AttestationURL string `json:"attestationURL,omitempty"`
+	// ChallengeTimeout bounds a re-challenge; default 1s, at most 10s.
+	ChallengeTimeout *metav1.Duration `json:"challengeTimeout,omitempty"`
 }
 
 // settings are Args resolved against the environment and the defaults.
 type settings struct {
-	profile     guard.Profile
-	answerReuse time.Duration
-	poolLabel   string
+	profile          guard.Profile
+	answerReuse      time.Duration
+	poolLabel        string
+	attestationURL   string
+	challengeTimeout time.Duration
 }
 
 // resolveSettings applies lookupEnv over args over the defaults and
 // validates the result.
 func resolveSettings(args Args, lookupEnv func(string) (string, bool)) (settings, error) {
 	s := settings{
-		profile:     guard.ProfileProduction,
-		answerReuse: DefaultAnswerReuse,
-		poolLabel:   guard.LabelTenantPool,
+		profile:          guard.ProfileProduction,
+		answerReuse:      DefaultAnswerReuse,
+		poolLabel:        guard.LabelTenantPool,
+		challengeTimeout: DefaultChallengeTimeout,
 	}
 	var errs []error
 	acceptMock := args.AcceptMock != nil && *args.AcceptMock
@@ -82,6 +93,19 @@ func resolveSettings(args Args, lookupEnv func(string) (string, bool)) (settings
 	}
 	for _, msg := range validation.IsQualifiedName(s.poolLabel) {
 		errs = append(errs, fmt.Errorf("pool label %q: %s", s.poolLabel, msg))
+	}
+	if args.AttestationURL != "" {
+		u, err := url.Parse(args.AttestationURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			errs = append(errs, fmt.Errorf("attestationURL %q: want an http or https URL with a host and no query", args.AttestationURL))
+		}
+		s.attestationURL = args.AttestationURL
+	}
+	if args.ChallengeTimeout != nil {
+		s.challengeTimeout = args.ChallengeTimeout.Duration
+	}
+	if s.challengeTimeout <= 0 || s.challengeTimeout > MaxChallengeTimeout {
+		errs = append(errs, fmt.Errorf("challengeTimeout %s: want more than 0 and at most %s", s.challengeTimeout, MaxChallengeTimeout))
 	}
 	return s, errors.Join(errs...)
 }

@@ -35,6 +35,19 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"point", "reason"})
 
+	rechallengesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "xilaguard", Subsystem: "scheduler", Name: "rechallenges_total",
+		Help:           "PreBind re-attestations of a node whose attested evidence was too old, by result: ok (the controller wrote fresh evidence) or error.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+
+	rechallengeDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace: "xilaguard", Subsystem: "scheduler", Name: "rechallenge_duration_seconds",
+		Help:           "Duration of PreBind re-attestations, from the request to the controller's answer.",
+		Buckets:        metrics.ExponentialBuckets(0.001, 2, 14),
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	reusedTotal = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: "xilaguard", Subsystem: "scheduler", Name: "reused_answers_total",
 		Help:           "PreFilter snapshots answered with a recent answer about an identical snapshot instead of an evaluator call.",
@@ -47,7 +60,7 @@ var (
 // registerMetrics adds the plugin's metrics to the scheduler's /metrics.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(evaluationsTotal, evaluationDuration, refusalsTotal, reusedTotal)
+		legacyregistry.MustRegister(evaluationsTotal, evaluationDuration, refusalsTotal, reusedTotal, rechallengesTotal, rechallengeDuration)
 	})
 }
 

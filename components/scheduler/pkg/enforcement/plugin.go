@@ -55,6 +55,9 @@ type Enforcement struct {
 	activate *activator
 	// confirms holds a slot for each PreBind re-judgement in flight.
 	confirms chan struct{}
+	// challenger re-attests a node at PreBind; nil without an
+	// attestationURL.
+	challenger challenger
 	// taintComparisonOperators follows the feature gate of the same name,
 	// as the TaintToleration plugin does.
 	taintComparisonOperators bool
@@ -226,6 +229,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	pl := newEnforcement(ctx, h, s, ev, c, gc)
+	if s.attestationURL != "" {
+		pl.challenger = newHTTPChallenger(s.attestationURL, s.challengeTimeout)
+	}
 	if err := watch(ctx, h, infs, pl.activate); err != nil {
 		return nil, err
 	}
@@ -233,7 +239,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		klog.FromContext(ctx).Info("The guard caches have not synced; protected pods wait until they do", "waited", initialSyncWait.String())
 	}
 	klog.FromContext(ctx).Info("Xila Guard enforcement enabled", "version", version.Get(), "profile", h.ProfileName(),
-		"evaluatorProfile", s.profile, "answerReuse", s.answerReuse, "poolLabel", s.poolLabel)
+		"evaluatorProfile", s.profile, "answerReuse", s.answerReuse, "poolLabel", s.poolLabel, "attestationURL", s.attestationURL)
 	return pl, nil
 }
 

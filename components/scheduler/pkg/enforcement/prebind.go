@@ -34,7 +34,12 @@ type freshFacts struct {
 // read from the API server, not the caches, and refuses the bind on
 // anything but an allow, or when the node is not the one Filter judged:
 // deleted or replaced (another UID) as far as the scheduler knows, its
-// evidence describing another node UID, or re-incarnated.
+// evidence describing another node UID, or re-incarnated. When the node is
+// refused only because its attested evidence is too old or has no verdict,
+// and an attestation controller is configured, it asks the controller to
+// attest the node now (bounded by challengeTimeout) and judges the node
+// once more on the evidence that wrote; the incarnation must still be the
+// one Filter judged.
 func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleState, nodeName string) *fwk.Status {
 	since := time.Now()
 	select {
@@ -43,21 +48,43 @@ func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleSt
 	case <-ctx.Done():
 		return fwk.AsStatus(fmt.Errorf("waiting to re-judge node %s: %w", nodeName, context.Cause(ctx)))
 	}
+	status, stale := pl.judgeFresh(ctx, pod, st, nodeName, since)
+	if !stale || pl.challenger == nil {
+		return status
+	}
+	// The node's attestation is too old or missing: attest it now, and
+	// judge it once more on what that wrote.
+	at := time.Now()
+	err := pl.challenger.Challenge(ctx, nodeName)
+	rechallengeDuration.Observe(time.Since(at).Seconds())
+	if err != nil {
+		rechallengesTotal.WithLabelValues("error").Inc()
+		countRefusal(pointPreBind, []guard.Reason{guard.ReasonAttestationStale})
+		return fwk.NewStatus(status.Code(), status.Message()+"; re-attesting the node failed: "+err.Error())
+	}
+	rechallengesTotal.WithLabelValues("ok").Inc()
+	status, _ = pl.judgeFresh(ctx, pod, st, nodeName, at)
+	return status
+}
+
+// judgeFresh is one re-judgement of confirm. stale says that the node was
+// refused only for the age or absence of its attestation.
+func (pl *Enforcement) judgeFresh(ctx context.Context, pod *corev1.Pod, st *cycleState, nodeName string, since time.Time) (*fwk.Status, bool) {
 	node, err := pl.caches.nodes.Get(nodeName)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nodeChanged("node %s was deleted after it was judged", nodeName)
+		return nodeChanged("node %s was deleted after it was judged", nodeName), false
 	case err != nil:
-		return fwk.AsStatus(fmt.Errorf("reading node %s: %w", nodeName, err))
+		return fwk.AsStatus(fmt.Errorf("reading node %s: %w", nodeName, err)), false
 	case node.UID != st.chosenUID:
-		return nodeChanged("node %s was replaced after it was judged: UID %s, now %s", nodeName, st.chosenUID, node.UID)
+		return nodeChanged("node %s was replaced after it was judged: UID %s, now %s", nodeName, st.chosenUID, node.UID), false
 	}
 	f, status := pl.readFresh(ctx, pod.Namespace, st, nodeName, since)
 	if status != nil {
-		return status
+		return status, false
 	}
 	if f.state != nil && f.state.Spec.NodeUID != st.chosenUID {
-		return nodeChanged("the evidence of node %s now describes node UID %s, not the judged %s", nodeName, f.state.Spec.NodeUID, st.chosenUID)
+		return nodeChanged("the evidence of node %s now describes node UID %s, not the judged %s", nodeName, f.state.Spec.NodeUID, st.chosenUID), false
 	}
 	if j := st.judged[nodeName]; j != nil && j.incarnation != "" {
 		now := "none"
@@ -65,7 +92,7 @@ func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleSt
 			now = f.state.Spec.Incarnation
 		}
 		if now != j.incarnation {
-			return nodeChanged("the evidence of node %s changed incarnation after it was judged: %s, now %s", nodeName, j.incarnation, now)
+			return nodeChanged("the evidence of node %s changed incarnation after it was judged: %s, now %s", nodeName, j.incarnation, now), false
 		}
 	}
 	n := candidate(node, node.Labels[pl.settings.poolLabel])
@@ -75,17 +102,18 @@ func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleSt
 	ev, err := pl.evaluate(ctx, pointPreBind, pl.request(pod, &f.id, []wire.Node{n}))
 	if err != nil {
 		countRefusal(pointPreBind, []guard.Reason{guard.ReasonEvaluatorError})
-		return mismatchStatus(err)
+		return mismatchStatus(err), false
 	}
 	if ev.Pod.Decision != guard.DecisionAllow {
 		countRefusal(pointPreBind, ev.Pod.Reasons)
-		return podStatus(ev.Pod, f.id.note)
+		return podStatus(ev.Pod, f.id.note), false
 	}
 	r := ev.Results[0]
-	if r.Decision != guard.DecisionAllow {
+	stale := r.Decision != guard.DecisionAllow && freshAttestationHelps(f.state, r.Reasons)
+	if r.Decision != guard.DecisionAllow && (!stale || pl.challenger == nil) {
 		countRefusal(pointPreBind, r.Reasons)
 	}
-	return nodeStatus(newJudgement(n.UID, r))
+	return nodeStatus(newJudgement(n.UID, r)), stale
 }
 
 // readFresh reads the node's evidence and the policy from the API server,
