@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the API's deepcopy functions and CRDs from the kubebuilder
-# markers in components/api/v1alpha1, and the chart's copy of the CRDs. `make verify` runs it and fails when the
+# markers in components/api/v1alpha1, the chart's copy of the CRDs and the
+# controllers' ClusterRoles. `make verify` runs it and fails when the
 # committed output differs.
 set -o errexit -o nounset -o pipefail
 
@@ -22,3 +23,11 @@ log "CRDs into charts/xila-guard/crds"
 rm -rf "${REPO_ROOT}/charts/xila-guard/crds"
 mkdir -p "${REPO_ROOT}/charts/xila-guard/crds"
 cp config/crd/*.yaml "${REPO_ROOT}/charts/xila-guard/crds/"
+
+# The controllers' ClusterRoles, from their +kubebuilder:rbac markers: the
+# chart's roles and the integration tests that run each controller with
+# only its role start from these.
+for m in observe attest; do
+  log "controller-gen: RBAC into components/${m}/config/rbac"
+  (cd "${REPO_ROOT}/components/${m}" && "${CONTROLLER_GEN}" rbac:roleName="xila-guard-${m}" paths=./... output:rbac:artifacts:config=config/rbac)
+done

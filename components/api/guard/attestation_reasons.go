@@ -29,11 +29,18 @@ const (
 	// ReasonMeasurementExpired: the launch measurement matches only
 	// reference values whose validity has ended.
 	ReasonMeasurementExpired Reason = "MEASUREMENT_EXPIRED"
+	// ReasonChipIDChanged: verified SEV-SNP evidence comes from another chip
+	// than the first evidence verified for the same node UID. The
+	// attestation controller gives it, after the verifier's checks: the node
+	// may be relaying its challenges to another machine's TEE.
+	ReasonChipIDChanged Reason = "CHIP_ID_CHANGED"
 )
 
-// AttestationReasons lists every reason the verifier gives, in the order
-// it checks: the six above and the two evaluator codes it shares.
+// AttestationReasons lists every reason an attestation refuses evidence
+// with, in the order of the checks: the verifier's six above and the two
+// evaluator codes it shares, then the attestation controller's chip check.
 var AttestationReasons = []Reason{
 	ReasonAttestationStale, ReasonQuoteInvalid, ReasonTestRootOfTrust, ReasonNonceMismatch,
 	ReasonDebugPolicy, ReasonTCBOutOfDate, ReasonMeasurementNotAllowed, ReasonMeasurementExpired,
+	ReasonChipIDChanged,
 }

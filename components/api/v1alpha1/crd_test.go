@@ -72,13 +72,25 @@ func TestCRDsMatchGo(t *testing.T) {
 	if got := at(state, "spec", "tee", "measurement").Pattern; got != MeasurementPattern {
 		t.Errorf("evidence measurement pattern in the CRD %q, in Go %q", got, MeasurementPattern)
 	}
+	tee := at(state, "spec", "tee")
+	for name, pair := range map[string][2]string{
+		"host data": {at(tee, "hostData").Pattern, HostDataPattern},
+		"TDX TCB":   {at(tee, "tdxTCBSVN").Pattern, TDXTCBSVNPattern},
+		"chip ID":   {at(tee, "chipID").Pattern, ChipIDPattern},
+		"reason":    {at(tee, "attestation", "reason").Pattern, ReasonPattern},
+	} {
+		if pair[0] != pair[1] {
+			t.Errorf("%s pattern in the CRD %q, in Go %q", name, pair[0], pair[1])
+		}
+	}
 	for name, pair := range map[string][2][]string{
-		"sharing modes": {enum(at(spec, "gpuSharing", "allowedModes", "[]")), strs(GPUSharingModes)},
-		"device modes":  {enum(at(state, "spec", "devices", "[]", "sharingMode")), strs(GPUSharingModes)},
-		"CC modes":      {enum(at(state, "spec", "devices", "[]", "ccMode")), strs(GPUCCModes)},
-		"TEE types":     {enum(at(spec, "confidentialComputing", "teeTypes", "[]")), strs(TEETypes)},
-		"sources":       {enum(at(state, "spec", "source")), {"attested", "nfd", "mock"}},
-		"confinement":   {enum(at(spec, "confinement")), {string(ConfinementPool), string(ConfinementAny)}},
+		"roots of trust": {enum(at(tee, "attestation", "rootOfTrust")), strs(RootsOfTrust)},
+		"sharing modes":  {enum(at(spec, "gpuSharing", "allowedModes", "[]")), strs(GPUSharingModes)},
+		"device modes":   {enum(at(state, "spec", "devices", "[]", "sharingMode")), strs(GPUSharingModes)},
+		"CC modes":       {enum(at(state, "spec", "devices", "[]", "ccMode")), strs(GPUCCModes)},
+		"TEE types":      {enum(at(spec, "confidentialComputing", "teeTypes", "[]")), strs(TEETypes)},
+		"sources":        {enum(at(state, "spec", "source")), {"attested", "nfd", "mock"}},
+		"confinement":    {enum(at(spec, "confinement")), {string(ConfinementPool), string(ConfinementAny)}},
 	} {
 		if !slices.Equal(pair[0], pair[1]) {
 			t.Errorf("%s: CRD enum %v, Go %v", name, pair[0], pair[1])

@@ -137,22 +137,90 @@ type GPUDevice struct {
 	CCMode GPUCCMode `json:"ccMode,omitempty"`
 }
 
-// TEEFacts is what the evidence says about the node's TEE.
+// TEEFacts is what the evidence says about the node's TEE. Evidence whose
+// source is attested takes every fact from a report or quote that the
+// attestation controller verified; the hardware facts (host data, TCB,
+// chip ID) are left out by publishers that cannot authenticate them.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.hostData) || (self.type == 'SEV-SNP' && size(self.hostData) == 64) || (self.type == 'TDX' && size(self.hostData) == 96)",message="hostData is 32 bytes (64 hex digits) of SEV-SNP HOST_DATA or 48 bytes (96 hex digits) of TDX MRCONFIGID"
+// +kubebuilder:validation:XValidation:rule="!has(self.snpTCB) || self.type == 'SEV-SNP'",message="snpTCB is only for SEV-SNP"
+// +kubebuilder:validation:XValidation:rule="!has(self.tdxTCBSVN) || self.type == 'TDX'",message="tdxTCBSVN is only for TDX"
+// +kubebuilder:validation:XValidation:rule="!has(self.chipID) || self.type == 'SEV-SNP'",message="chipID is only for SEV-SNP"
 type TEEFacts struct {
 	// type of the TEE.
 	// +required
 	Type TEEType `json:"type"`
 
-	// measurement is the TEE's launch measurement.
+	// measurement is the TEE's launch measurement: SEV-SNP MEASUREMENT or
+	// TDX MRTD.
 	// +optional
 	Measurement Measurement `json:"measurement,omitempty"`
+
+	// hostData is what the host bound to the TEE at launch besides the
+	// measurement, in lowercase hex: SEV-SNP HOST_DATA (32 bytes) or TDX
+	// MRCONFIGID (48 bytes).
+	// +kubebuilder:validation:MaxLength=96
+	// +kubebuilder:validation:Pattern=`^([0-9a-f]{64}|[0-9a-f]{96})$`
+	// +optional
+	HostData string `json:"hostData,omitempty"`
+
+	// snpTCB is the SEV-SNP platform TCB the report states (REPORTED_TCB):
+	// the security patch level of each firmware component.
+	// +optional
+	SNPTCB *SNPTCB `json:"snpTCB,omitempty"`
+
+	// tdxTCBSVN is the TDX platform TCB the quote states (TEE_TCB_SVN, 16
+	// bytes), in lowercase hex.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{32}$`
+	// +optional
+	TDXTCBSVN string `json:"tdxTCBSVN,omitempty"`
+
+	// chipID is the SEV-SNP CHIP_ID (64 bytes) in lowercase hex: the
+	// processor the node's evidence is bound to. The attestation controller
+	// records the chip of the first evidence it verifies for a node UID and
+	// refuses evidence from another chip for that UID (CHIP_ID_CHANGED).
+	// Absent when the host masks the chip ID.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{128}$`
+	// +optional
+	ChipID string `json:"chipID,omitempty"`
 
 	// attestation is the latest remote attestation verdict, if any.
 	// +optional
 	Attestation *Attestation `json:"attestation,omitempty"`
 }
 
+// SNPTCB is an SEV-SNP TCB_VERSION: one security patch level per firmware
+// component, each 0 to 255.
+type SNPTCB struct {
+	// bootLoader is the AMD-SP boot loader's security patch level.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=255
+	// +required
+	BootLoader int32 `json:"bootLoader"`
+
+	// tee is the AMD-SP operating system's security patch level.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=255
+	// +required
+	TEE int32 `json:"tee"`
+
+	// snp is the SNP firmware's security patch level.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=255
+	// +required
+	SNP int32 `json:"snp"`
+
+	// microcode is the CPU microcode's security patch level.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=255
+	// +required
+	Microcode int32 `json:"microcode"`
+}
+
 // Attestation is a remote attestation verdict about the node's TEE.
+// +kubebuilder:validation:XValidation:rule="self.verdict == 'Failed' || !has(self.reason)",message="reason is only for a Failed verdict"
 type Attestation struct {
 	// verdict of the attestation.
 	// +required
@@ -167,7 +235,43 @@ type Attestation struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Verifier string `json:"verifier,omitempty"`
+
+	// reason is the attestation reason code of the check that failed, on a
+	// Failed verdict, e.g. MEASUREMENT_NOT_ALLOWED.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Z]+(_[A-Z]+)*$`
+	// +optional
+	Reason guard.Reason `json:"reason,omitempty"`
+
+	// message says what the verifier found, for people.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// rootOfTrust is the root the evidence's signature chains to: amd,
+	// intel, or lab for the lab's software TEE. Absent when the signature
+	// did not verify.
+	// +optional
+	RootOfTrust RootOfTrust `json:"rootOfTrust,omitempty"`
 }
+
+// RootOfTrust names the kind of root a verified report or quote chains to.
+// +kubebuilder:validation:Enum=amd;intel;lab
+type RootOfTrust string
+
+const (
+	// RootAMD is one of AMD's SEV-SNP roots (ARK).
+	RootAMD RootOfTrust = "amd"
+	// RootIntel is Intel's SGX root CA, which TDX quotes chain to.
+	RootIntel RootOfTrust = "intel"
+	// RootLab is the lab's software SEV-SNP root; only the lab profile
+	// trusts it.
+	RootLab RootOfTrust = "lab"
+)
+
+// RootsOfTrust lists every root of trust.
+var RootsOfTrust = []RootOfTrust{RootAMD, RootIntel, RootLab}
 
 // NodeSecurityStateStatus is the platform's judgement of a node's evidence.
 type NodeSecurityStateStatus struct {

@@ -19,6 +19,15 @@ const (
 	DurationPattern = `^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|ms|s|m|h)){1,4}$`
 	// MeasurementPattern is the form of a TEE launch measurement.
 	MeasurementPattern = `^(sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96})$`
+	// HostDataPattern is the form of TEE host data: SEV-SNP HOST_DATA (32
+	// bytes) or TDX MRCONFIGID (48 bytes) in lowercase hex.
+	HostDataPattern = `^([0-9a-f]{64}|[0-9a-f]{96})$`
+	// TDXTCBSVNPattern is the form of a TDX TEE_TCB_SVN (16 bytes).
+	TDXTCBSVNPattern = `^[0-9a-f]{32}$`
+	// ChipIDPattern is the form of an SEV-SNP CHIP_ID (64 bytes).
+	ChipIDPattern = `^[0-9a-f]{128}$`
+	// ReasonPattern is the form of a reason code.
+	ReasonPattern = `^[A-Z]+(_[A-Z]+)*$`
 )
 
 var durationRE = regexp.MustCompile(DurationPattern)

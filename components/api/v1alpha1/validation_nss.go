@@ -80,25 +80,112 @@ func validateDevice(d *GPUDevice, path *field.Path) field.ErrorList {
 // validateTEEFacts checks spec.tee; path is the spec's.
 func validateTEEFacts(t *TEEFacts, spec *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	path := spec.Child("tee")
 	if !slices.Contains(TEETypes, t.Type) {
-		errs = append(errs, field.NotSupported(spec.Child("tee", "type"), t.Type, TEETypes))
+		errs = append(errs, field.NotSupported(path.Child("type"), t.Type, TEETypes))
 	}
 	if t.Measurement != "" && !IsMeasurement(t.Measurement) {
-		errs = append(errs, ValidateMeasurement(t.Measurement, spec.Child("tee", "measurement"))...)
+		errs = append(errs, ValidateMeasurement(t.Measurement, path.Child("measurement"))...)
+	}
+	switch {
+	case t.HostData == "":
+	case !isLowerHex(t.HostData, 64, 96):
+		errs = append(errs, field.Invalid(path.Child("hostData"), t.HostData, "must be 64 or 96 lowercase hex digits"))
+	case !(t.Type == TEESEVSNP && len(t.HostData) == 64 || t.Type == TEETDX && len(t.HostData) == 96):
+		errs = append(errs, field.Invalid(path.Child("hostData"), t.HostData,
+			"hostData is 32 bytes (64 hex digits) of SEV-SNP HOST_DATA or 48 bytes (96 hex digits) of TDX MRCONFIGID"))
+	}
+	if tcb := t.SNPTCB; tcb != nil {
+		if t.Type != TEESEVSNP {
+			errs = append(errs, field.Forbidden(path.Child("snpTCB"), "snpTCB is only for SEV-SNP"))
+		}
+		for i, v := range []int32{tcb.BootLoader, tcb.TEE, tcb.SNP, tcb.Microcode} {
+			if v < 0 || v > 255 {
+				name := [...]string{"bootLoader", "tee", "snp", "microcode"}[i]
+				errs = append(errs, field.Invalid(path.Child("snpTCB", name), v, "must be 0 to 255"))
+			}
+		}
+	}
+	if t.TDXTCBSVN != "" {
+		if !isLowerHex(t.TDXTCBSVN, 32) {
+			errs = append(errs, field.Invalid(path.Child("tdxTCBSVN"), t.TDXTCBSVN, "must be 32 lowercase hex digits"))
+		}
+		if t.Type != TEETDX {
+			errs = append(errs, field.Forbidden(path.Child("tdxTCBSVN"), "tdxTCBSVN is only for TDX"))
+		}
+	}
+	if t.ChipID != "" {
+		if !isLowerHex(t.ChipID, 128) {
+			errs = append(errs, field.Invalid(path.Child("chipID"), t.ChipID, "must be 128 lowercase hex digits"))
+		}
+		if t.Type != TEESEVSNP {
+			errs = append(errs, field.Forbidden(path.Child("chipID"), "chipID is only for SEV-SNP"))
+		}
 	}
 	if a := t.Attestation; a != nil {
-		if a.Verdict != AttestationPassed && a.Verdict != AttestationFailed {
-			errs = append(errs, field.NotSupported(spec.Child("tee", "attestation", "verdict"), a.Verdict,
-				[]AttestationVerdict{AttestationPassed, AttestationFailed}))
-		}
-		if a.VerifiedAt.IsZero() {
-			errs = append(errs, field.Required(spec.Child("tee", "attestation", "verifiedAt"), "the time of the verdict"))
-		}
-		if len(a.Verifier) > 253 {
-			errs = append(errs, field.TooLong(spec.Child("tee", "attestation", "verifier"), "", 253))
-		}
+		errs = append(errs, validateAttestation(a, path.Child("attestation"))...)
 	}
 	return errs
+}
+
+func validateAttestation(a *Attestation, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if a.Verdict != AttestationPassed && a.Verdict != AttestationFailed {
+		errs = append(errs, field.NotSupported(path.Child("verdict"), a.Verdict,
+			[]AttestationVerdict{AttestationPassed, AttestationFailed}))
+	}
+	if a.VerifiedAt.IsZero() {
+		errs = append(errs, field.Required(path.Child("verifiedAt"), "the time of the verdict"))
+	}
+	if len(a.Verifier) > 253 {
+		errs = append(errs, field.TooLong(path.Child("verifier"), "", 253))
+	}
+	if a.Reason != "" {
+		if len(a.Reason) > 64 || !isReason(string(a.Reason)) {
+			errs = append(errs, field.Invalid(path.Child("reason"), a.Reason, "must be an UPPER_SNAKE reason code of at most 64 characters"))
+		}
+		if a.Verdict != AttestationFailed {
+			errs = append(errs, field.Forbidden(path.Child("reason"), "reason is only for a Failed verdict"))
+		}
+	}
+	if len(a.Message) > 1024 {
+		errs = append(errs, field.TooLong(path.Child("message"), "", 1024))
+	}
+	if a.RootOfTrust != "" && !slices.Contains(RootsOfTrust, a.RootOfTrust) {
+		errs = append(errs, field.NotSupported(path.Child("rootOfTrust"), a.RootOfTrust, RootsOfTrust))
+	}
+	return errs
+}
+
+// isLowerHex reports whether s is lowercase hex digits of one of the given
+// lengths, as HostDataPattern, TDXTCBSVNPattern and ChipIDPattern say; a
+// test holds them equal.
+func isLowerHex(s string, lengths ...int) bool {
+	if !slices.Contains(lengths, len(s)) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// isReason reports whether s matches ReasonPattern.
+func isReason(s string) bool {
+	word := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'A' && c <= 'Z':
+			word = true
+		case c == '_' && word:
+			word = false
+		default:
+			return false
+		}
+	}
+	return word
 }
 
 // appendText checks a string field named name under path.

@@ -134,6 +134,32 @@ func TestValidateNodeSecurityStateSpec(t *testing.T) {
 			"spec.tee.type: FieldValueNotSupported", "spec.tee.measurement: FieldValueInvalid",
 			"spec.tee.attestation.verdict: FieldValueNotSupported", "spec.tee.attestation.verifiedAt: FieldValueRequired",
 		}},
+		{name: "attested SEV-SNP facts", mutate: func(s *NodeSecurityStateSpec) {
+			s.TEE.Type, s.TEE.HostData, s.TEE.ChipID = TEESEVSNP, strings.Repeat("0a", 32), strings.Repeat("c3", 64)
+			s.TEE.SNPTCB = &SNPTCB{BootLoader: 3, TEE: 0, SNP: 8, Microcode: 255}
+			s.TEE.Attestation.Reason, s.TEE.Attestation.Message, s.TEE.Attestation.RootOfTrust = "MEASUREMENT_NOT_ALLOWED", "no", RootLab
+		}},
+		{name: "attested TDX facts", mutate: func(s *NodeSecurityStateSpec) {
+			s.TEE.Type, s.TEE.HostData, s.TEE.TDXTCBSVN = TEETDX, strings.Repeat("0a", 48), strings.Repeat("01", 16)
+			s.TEE.Attestation.Verdict, s.TEE.Attestation.RootOfTrust = AttestationPassed, RootIntel
+		}},
+		{name: "hardware facts of another TEE", mutate: func(s *NodeSecurityStateSpec) {
+			s.TEE.Type, s.TEE.HostData, s.TEE.TDXTCBSVN = TEESEVSNP, strings.Repeat("0a", 48), strings.Repeat("01", 16)
+			s.TEE.SNPTCB = &SNPTCB{BootLoader: 256, Microcode: -1}
+		}, want: []string{"spec.tee.hostData: FieldValueInvalid", "spec.tee.snpTCB.bootLoader: FieldValueInvalid",
+			"spec.tee.snpTCB.microcode: FieldValueInvalid", "spec.tee.tdxTCBSVN: FieldValueForbidden"}},
+		{name: "malformed hardware facts", mutate: func(s *NodeSecurityStateSpec) {
+			s.TEE.Type, s.TEE.HostData, s.TEE.ChipID, s.TEE.TDXTCBSVN = TEETDX, strings.Repeat("A", 96), "00", "xyz"
+			s.TEE.SNPTCB = &SNPTCB{}
+		}, want: []string{"spec.tee.hostData: FieldValueInvalid", "spec.tee.snpTCB: FieldValueForbidden",
+			"spec.tee.tdxTCBSVN: FieldValueInvalid", "spec.tee.chipID: FieldValueInvalid", "spec.tee.chipID: FieldValueForbidden"}},
+		{name: "attestation details", mutate: func(s *NodeSecurityStateSpec) {
+			s.TEE.Attestation.Verdict, s.TEE.Attestation.Reason = AttestationPassed, "QUOTE_INVALID"
+			s.TEE.Attestation.Message, s.TEE.Attestation.RootOfTrust = strings.Repeat("m", 1025), "acme"
+		}, want: []string{"spec.tee.attestation.reason: FieldValueForbidden", "spec.tee.attestation.message: FieldValueTooLong",
+			"spec.tee.attestation.rootOfTrust: FieldValueNotSupported"}},
+		{name: "reason not a code", mutate: func(s *NodeSecurityStateSpec) { s.TEE.Attestation.Reason = "quote invalid" },
+			want: []string{"spec.tee.attestation.reason: FieldValueInvalid"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -192,4 +218,23 @@ func FuzzIsMeasurement(f *testing.F) {
 			t.Errorf("IsMeasurement(%q) = %v, pattern says %v", m, got, want)
 		}
 	})
+}
+
+func TestHexAndReasonChecksMatchPatterns(t *testing.T) {
+	for pattern, check := range map[string]func(string) bool{
+		HostDataPattern:  func(s string) bool { return isLowerHex(s, 64, 96) },
+		TDXTCBSVNPattern: func(s string) bool { return isLowerHex(s, 32) },
+		ChipIDPattern:    func(s string) bool { return isLowerHex(s, 128) },
+		ReasonPattern:    isReason,
+	} {
+		re := regexp.MustCompile(pattern)
+		for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 95, 96, 97, 127, 128, 129} {
+			for _, s := range []string{strings.Repeat("a", n), strings.Repeat("0", n), strings.Repeat("A", n), strings.Repeat("g", n),
+				strings.Repeat("f", max(n-1, 0)) + "\n", strings.Repeat("A_", n), strings.Repeat("AB_", n) + "C", "_" + strings.Repeat("A", n)} {
+				if got, want := check(s), re.MatchString(s); got != want {
+					t.Errorf("%s: check(%q) = %v, pattern says %v", pattern, s, got, want)
+				}
+			}
+		}
+	}
 }

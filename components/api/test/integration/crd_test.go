@@ -118,7 +118,8 @@ func TestIntegrationValidObjectsAccepted(t *testing.T) {
 				{ID: "GPU-2", Vendor: "nvidia", Model: "H100", MIG: true, SharingMode: v1alpha1.SharingTimeSlicing, MIGProfile: "1g.10gb", CCMode: v1alpha1.CCModeOn},
 			},
 			TEE: &v1alpha1.TEEFacts{Type: v1alpha1.TEESEVSNP, Measurement: v1alpha1.Measurement("sha256:" + strings.Repeat("0", 64)),
-				Attestation: &v1alpha1.Attestation{Verdict: v1alpha1.AttestationPassed, VerifiedAt: observed, Verifier: "kbs"}},
+				HostData: strings.Repeat("42", 32), SNPTCB: &v1alpha1.SNPTCB{BootLoader: 3, SNP: 8, Microcode: 115}, ChipID: strings.Repeat("c3", 64),
+				Attestation: &v1alpha1.Attestation{Verdict: v1alpha1.AttestationPassed, VerifiedAt: observed, Verifier: "kbs", RootOfTrust: v1alpha1.RootAMD}},
 		},
 	}
 	if err := k8s.Create(ctx, state); err != nil {
@@ -220,6 +221,20 @@ func TestIntegrationInvalidObjectsRefused(t *testing.T) {
 		{"unknown verdict", stateWith(`tee: {type: TDX, attestation: {verdict: Maybe, verifiedAt: "2026-03-01T12:00:00Z"}}`),
 			"spec.tee.attestation.verdict", `Unsupported value: "Maybe"`},
 		{"bad TEE measurement", stateWith(`tee: {type: TDX, measurement: "md5:00"}`), "spec.tee.measurement", "should match"},
+		{"host data of the wrong size", stateWith(`tee: {type: TDX, hostData: "` + strings.Repeat("0", 64) + `"}`), "spec.tee",
+			"hostData is 32 bytes (64 hex digits) of SEV-SNP HOST_DATA or 48 bytes (96 hex digits) of TDX MRCONFIGID"},
+		{"SEV-SNP TCB on TDX", stateWith(`tee: {type: TDX, snpTCB: {bootLoader: 1, tee: 0, snp: 1, microcode: 1}}`), "spec.tee", "snpTCB is only for SEV-SNP"},
+		{"TDX TCB on SEV-SNP", stateWith(`tee: {type: SEV-SNP, tdxTCBSVN: "` + strings.Repeat("0", 32) + `"}`), "spec.tee", "tdxTCBSVN is only for TDX"},
+		{"chip ID on TDX", stateWith(`tee: {type: TDX, chipID: "` + strings.Repeat("0", 128) + `"}`), "spec.tee", "chipID is only for SEV-SNP"},
+		{"TCB level out of range", stateWith(`tee: {type: SEV-SNP, snpTCB: {bootLoader: 256, tee: 0, snp: 1, microcode: 1}}`),
+			"spec.tee.snpTCB.bootLoader", "should be less than or equal to 255"},
+		{"chip ID not hex", stateWith(`tee: {type: SEV-SNP, chipID: "` + strings.Repeat("X", 128) + `"}`), "spec.tee.chipID", "should match"},
+		{"reason on a pass", stateWith(`tee: {type: SEV-SNP, attestation: {verdict: Passed, verifiedAt: "2026-03-01T12:00:00Z", reason: QUOTE_INVALID}}`),
+			"spec.tee.attestation", "reason is only for a Failed verdict"},
+		{"reason not a code", stateWith(`tee: {type: SEV-SNP, attestation: {verdict: Failed, verifiedAt: "2026-03-01T12:00:00Z", reason: "bad quote"}}`),
+			"spec.tee.attestation.reason", "should match"},
+		{"unknown root of trust", stateWith(`tee: {type: SEV-SNP, attestation: {verdict: Passed, verifiedAt: "2026-03-01T12:00:00Z", rootOfTrust: acme}}`),
+			"spec.tee.attestation.rootOfTrust", `Unsupported value: "acme"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,82 @@
+// Package app is the xila-guard-attest command: its subcommands, their
+// flags, logging and lifecycle. main only calls Main.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/xila-guard/xila-guard/components/api/version"
+)
+
+// Name is the command's name.
+const Name = "xila-guard-attest"
+
+const usage = `usage: ` + Name + ` <command> [flags]
+
+commands:
+  controller   challenge every node's attester and write attested NodeSecurityStates
+  attester     answer challenges with this node's TEE evidence
+  version      print the version
+
+Run a command with -h for its flags.
+`
+
+// Main runs the command with the process's arguments until SIGTERM or
+// SIGINT, and returns the exit code. It is the only place that knows about
+// the process.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	err := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	default:
+		fmt.Fprintf(os.Stderr, "%s: %v\n", Name, err)
+		return 1
+	}
+}
+
+// Run runs the subcommand args name until ctx is done. Logs go to stderr
+// as JSON; the version goes to stdout.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command given")
+	}
+	switch args[0] {
+	case "controller":
+		o, err := ParseControllerFlags(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return runController(ctx, o, stderr)
+	case "attester":
+		o, err := parseAttesterFlags(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return runAttester(ctx, o, stderr)
+	case "version", "--version", "-version":
+		_, err := fmt.Fprintf(stdout, "%s %s\n", Name, version.Get())
+		return err
+	case "help", "-h", "--help":
+		fmt.Fprint(stderr, usage)
+		return flag.ErrHelp
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// newLogger returns the JSON logger of a subcommand.
+func newLogger(stderr io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+}

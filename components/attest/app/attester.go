@@ -1,0 +1,233 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-configfs-tsm/configfs/linuxtsm"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/xila-guard/xila-guard/components/api/version"
+	"github.com/xila-guard/xila-guard/components/attest/attester"
+	"github.com/xila-guard/xila-guard/components/attest/labtee"
+)
+
+// Backends of the attester.
+const (
+	// BackendTSM asks the kernel's configfs-tsm report interface.
+	BackendTSM = "tsm"
+	// BackendLab signs with a lab chain.
+	BackendLab = "lab"
+)
+
+// attesterOptions are the attester's flags.
+type attesterOptions struct {
+	listen            string
+	backend           string
+	tsmPrivilege      int
+	labChainDir       string
+	labMeasurement    string
+	labHostData       string
+	labPolicy         uint64
+	labGuestSVN       uint
+	reportTimeout     time.Duration
+	tlsCertFile       string
+	tlsKeyFile        string
+	tlsReloadInterval time.Duration
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	writeTimeout      time.Duration
+	idleTimeout       time.Duration
+	shutdownTimeout   time.Duration
+	logLevel          slog.Level
+}
+
+func parseAttesterFlags(args []string, stderr io.Writer) (*attesterOptions, error) {
+	o := &attesterOptions{}
+	fs := flag.NewFlagSet(Name+" attester", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.listen, "listen", ":8443", "address to serve on")
+	fs.StringVar(&o.backend, "backend", BackendTSM, "where evidence comes from: tsm (the kernel's configfs-tsm, on SEV-SNP or TDX guests) or lab (a lab chain)")
+	fs.IntVar(&o.tsmPrivilege, "tsm-privilege-level", -1, "tsm: privilege level (SEV-SNP VMPL, 0 to 3) to ask reports at; -1 for the kernel's default")
+	fs.StringVar(&o.labChainDir, "lab-chain-dir", "", "lab: directory of the mounted lab chain Secret (cert_chain.pem, vcek.pem, vcek-key.pem)")
+	fs.StringVar(&o.labMeasurement, "lab-measurement", "", "lab: launch measurement the reports state, sha384:<96 hex digits>")
+	fs.StringVar(&o.labHostData, "lab-host-data", "", "lab: HOST_DATA the reports state, 64 hex digits; zeroes when empty")
+	fs.Uint64Var(&o.labPolicy, "lab-policy", labtee.DefaultPolicy, "lab: guest policy the reports state (bit 19 allows debugging)")
+	fs.UintVar(&o.labGuestSVN, "lab-guest-svn", 0, "lab: guest security version number the reports state")
+	fs.DurationVar(&o.reportTimeout, "report-timeout", attester.DefaultReportTimeout, "bound on producing one piece of evidence, waiting for the TEE included")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM certificate; with --tls-key-file serves HTTPS, reloading the pair when the files change")
+	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	fs.DurationVar(&o.tlsReloadInterval, "tls-reload-interval", 10*time.Second, "how often the TLS files are read again, besides when they change")
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 5*time.Second, "time allowed to read request headers")
+	fs.DurationVar(&o.readTimeout, "read-timeout", 10*time.Second, "time allowed to read a whole request")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 30*time.Second, "time allowed from the end of the headers to the end of the response")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long to let requests in flight finish after SIGTERM")
+	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	return o, o.validate()
+}
+
+func (o *attesterOptions) validate() error {
+	var errs []error
+	lab := o.labChainDir != "" || o.labMeasurement != "" || o.labHostData != "" || o.labPolicy != labtee.DefaultPolicy || o.labGuestSVN != 0
+	switch o.backend {
+	case BackendTSM:
+		if lab {
+			errs = append(errs, errors.New("the --lab-* flags need --backend lab"))
+		}
+		if o.tsmPrivilege < -1 || o.tsmPrivilege > 3 {
+			errs = append(errs, fmt.Errorf("--tsm-privilege-level %d: want -1 to 3", o.tsmPrivilege))
+		}
+	case BackendLab:
+		if o.labChainDir == "" || o.labMeasurement == "" {
+			errs = append(errs, errors.New("--backend lab needs --lab-chain-dir and --lab-measurement"))
+		}
+		if o.tsmPrivilege != -1 {
+			errs = append(errs, errors.New("--tsm-privilege-level needs --backend tsm"))
+		}
+		if o.labGuestSVN > 1<<32-1 {
+			errs = append(errs, fmt.Errorf("--lab-guest-svn %d does not fit 32 bits", o.labGuestSVN))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--backend %q: want %s or %s", o.backend, BackendTSM, BackendLab))
+	}
+	if (o.tlsCertFile == "") != (o.tlsKeyFile == "") {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file go together"))
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"--report-timeout", o.reportTimeout}, {"--tls-reload-interval", o.tlsReloadInterval},
+		{"--read-header-timeout", o.readHeaderTimeout}, {"--read-timeout", o.readTimeout}, {"--write-timeout", o.writeTimeout},
+		{"--idle-timeout", o.idleTimeout}, {"--shutdown-timeout", o.shutdownTimeout},
+	} {
+		if d.d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// backend builds the attester's backend from its flags.
+func (o *attesterOptions) newBackend() (attester.Backend, error) {
+	if o.backend == BackendTSM {
+		c, err := linuxtsm.MakeClient()
+		if err != nil {
+			return nil, fmt.Errorf("opening configfs-tsm (is /sys/kernel/config mounted, and is this an SEV-SNP or TDX guest?): %w", err)
+		}
+		t := &attester.TSM{Client: c}
+		if o.tsmPrivilege >= 0 {
+			level := uint(o.tsmPrivilege)
+			t.Privilege = &level
+		}
+		return t, nil
+	}
+	chain, err := labtee.ReadSecretDir(o.labChainDir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the lab chain from %s: %w", o.labChainDir, err)
+	}
+	m, err := attester.ParseMeasurement(o.labMeasurement)
+	if err != nil {
+		return nil, fmt.Errorf("--lab-measurement: %w", err)
+	}
+	hd, err := attester.ParseHostData(o.labHostData)
+	if err != nil {
+		return nil, fmt.Errorf("--lab-host-data: %w", err)
+	}
+	return &attester.Lab{Chain: chain, Measurement: m, HostData: hd, Policy: o.labPolicy, GuestSVN: uint32(o.labGuestSVN)}, nil
+}
+
+func runAttester(ctx context.Context, o *attesterOptions, stderr io.Writer) error {
+	logger := newLogger(stderr, o.logLevel)
+	b, err := o.newBackend()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", o.listen, err)
+	}
+	return serveAttester(ctx, o, b, ln, logger)
+}
+
+// serveAttester serves b on ln until ctx is done.
+func serveAttester(ctx context.Context, o *attesterOptions, b attester.Backend, ln net.Listener, logger *slog.Logger) error {
+	srv, err := attester.New(attester.Config{Backend: b, Logger: logger, ReportTimeout: o.reportTimeout})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: o.readHeaderTimeout,
+		ReadTimeout:       o.readTimeout,
+		WriteTimeout:      o.writeTimeout,
+		IdleTimeout:       o.idleTimeout,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	scheme := "http"
+	if o.tlsCertFile != "" {
+		if ln, err = tlsListener(ctx, cancel, ln, o.tlsCertFile, o.tlsKeyFile, o.tlsReloadInterval, logger); err != nil {
+			return err
+		}
+		scheme = "https"
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	srv.SetReady(true)
+	logger.Info("serving", "addr", ln.Addr().String(), "scheme", scheme, "backend", b.Name(), "version", version.Get())
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	srv.SetReady(false)
+	logger.Info("shutting down", "timeout", o.shutdownTimeout.String())
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), o.shutdownTimeout)
+	defer scancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// tlsListener wraps ln in TLS with a certificate pair reloaded when its
+// files change; a watcher that fails cancels ctx.
+func tlsListener(ctx context.Context, cancel func(), ln net.Listener, certFile, keyFile string, reload time.Duration, logger *slog.Logger) (net.Listener, error) {
+	// The certificate watcher logs through controller-runtime's logger.
+	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler()))
+	watcher, err := certwatcher.New(certFile, keyFile)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("loading the serving certificate: %w", err)
+	}
+	watcher = watcher.WithWatchInterval(reload)
+	go func() {
+		if err := watcher.Start(ctx); err != nil {
+			logger.Error("watching the serving certificate failed; stopping", "err", err)
+			cancel()
+		}
+	}()
+	return tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: watcher.GetCertificate}), nil
+}

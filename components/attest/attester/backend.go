@@ -1,0 +1,25 @@
+package attester
+
+import (
+	"context"
+
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/attest/nonce"
+)
+
+// Evidence is what a backend produced.
+type Evidence struct {
+	// TEE is the kind of evidence: SEV-SNP or TDX.
+	TEE v1alpha1.TEEType
+	// Data is the report or quote in the format of package evidence.
+	Data []byte
+}
+
+// Backend produces evidence that carries the given report data.
+type Backend interface {
+	// Name says what the backend is, for logs and errors.
+	Name() string
+	// Evidence returns evidence whose report data is reportData. It may
+	// block; it should return when ctx ends.
+	Evidence(ctx context.Context, reportData [nonce.Size]byte) (*Evidence, error)
+}
