@@ -86,6 +86,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	sink := &driftSink{arrivals: make(chan arrival, 100000)}
 	counter := &counter{}
+	ctrl.SetLogger(logr.Discard())
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Logger: logr.Discard(), Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()}})
 	if err != nil {
