@@ -70,6 +70,12 @@ func TestNetworkPolicyConformance(t *testing.T) {
 				ran, time.Since(start).Round(time.Millisecond), worst.Round(time.Millisecond), m.retried)
 			return ctx
 		}).
+		Assess(newPodCheck, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if scenarioFilter(t).MatchString(newPodCheck) {
+				checkNewPodFromFirstPacket(ctx, t, cfg, workerNames(ctx, t, clientset(t, cfg))[0])
+			}
+			return ctx
+		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			m, _ := ctx.Value(modelKey{}).(*model)
 			uninstallAgent(ctx, t, cfg, m)

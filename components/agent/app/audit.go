@@ -5,7 +5,6 @@ import (
 
 	"github.com/xila-guard/xila-guard/components/agent/dataplane"
 	"github.com/xila-guard/xila-guard/components/agent/enforcer"
-	"github.com/xila-guard/xila-guard/components/agent/rules"
 )
 
 // auditDataplane stands in for the kernel in audit mode: the enforcer
@@ -14,7 +13,7 @@ type auditDataplane struct{}
 
 var _ enforcer.Dataplane = auditDataplane{}
 
-func (auditDataplane) Apply(dataplane.Endpoint, rules.RuleSet, rules.RuleSet) error { return nil }
-func (auditDataplane) Remove(int) error                                             { return nil }
-func (auditDataplane) SetFrontends([]netip.Prefix) error                            { return nil }
-func (auditDataplane) Endpoints() ([]int, error)                                    { return nil, nil }
+func (auditDataplane) ApplyAll(c []dataplane.Change) []error { return make([]error, len(c)) }
+func (auditDataplane) RemoveAll([]int) error                 { return nil }
+func (auditDataplane) SetFrontends([]netip.Prefix) error     { return nil }
+func (auditDataplane) Endpoints() ([]int, error)             { return nil, nil }

@@ -19,11 +19,13 @@ import (
 	"github.com/xila-guard/xila-guard/components/agent/compiler"
 	"github.com/xila-guard/xila-guard/components/agent/enforcer"
 	"github.com/xila-guard/xila-guard/components/agent/hostnet"
+	"github.com/xila-guard/xila-guard/components/agent/rules"
 )
 
 // Enforcer is what the controller needs of *enforcer.Enforcer.
 type Enforcer interface {
-	Sync(pods []enforcer.Pod, compiled map[types.NamespacedName]compiler.PodRules, frontends []netip.Prefix) ([]enforcer.Outcome, error)
+	Sync(pods []enforcer.Pod, compiled map[types.NamespacedName]compiler.PodRules, held []enforcer.Held, frontends []netip.Prefix) ([]enforcer.Outcome, error)
+	Hold(held []enforcer.Held) error
 }
 
 var _ Enforcer = (*enforcer.Enforcer)(nil)
@@ -72,6 +74,7 @@ type Controller struct {
 
 	// Touched by the loop only.
 	denyAll map[types.NamespacedName]string
+	held    map[int]bool // interfaces held until their pod is known
 
 	ready    atomic.Bool
 	lastLoop atomic.Int64
@@ -109,6 +112,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		wake:    make(chan struct{}, 1),
 		pending: map[string]trigger{},
 		denyAll: map[types.NamespacedName]string{},
+		held:    map[int]bool{},
 	}
 	f := deps.Informers
 	podInf := f.Core().V1().Pods()
@@ -146,8 +150,8 @@ func (c *Controller) Notify() {
 // Run waits for the informers, then reconciles on every change, every
 // Resync, and after a failure, until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.hasSynced...) {
-		return fmt.Errorf("informers did not sync: %w", ctx.Err())
+	if err := c.waitForSync(ctx); err != nil {
+		return err
 	}
 	c.deps.Log.Info("informers synced")
 	resync := time.NewTicker(c.cfg.Resync)
@@ -169,6 +173,52 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-retry:
 		}
 	}
+}
+
+// waitForSync waits for the informers. Until they are synced no pod can be
+// judged, so a pod interface that appears meanwhile (one that was not there
+// when the agent started) is held at deny, the node's own traffic excepted,
+// until the first reconcile decides. Interfaces that were there keep what
+// the previous agent left pinned, or stay open as they were.
+func (c *Controller) waitForSync(ctx context.Context) error {
+	synced := make(chan bool, 1)
+	go func() { synced <- cache.WaitForCacheSync(ctx.Done(), c.hasSynced...) }()
+	start, err := c.deps.ReadHost()
+	if err != nil {
+		c.deps.Log.Error("reading the node's interfaces; new ones are not held before the informers sync", "error", err.Error())
+	}
+	for {
+		select {
+		case ok := <-synced:
+			if !ok {
+				return fmt.Errorf("informers did not sync: %w", ctx.Err())
+			}
+			return nil
+		case <-c.wake:
+			if err == nil {
+				c.holdNew(start.PodInterfaces)
+			}
+		}
+	}
+}
+
+// holdNew holds, at deny, the pod interfaces that were not there at start.
+func (c *Controller) holdNew(existing map[int]bool) {
+	host, err := c.deps.ReadHost()
+	if err != nil {
+		c.deps.Log.Error("reading the node's interfaces", "error", err.Error())
+		return
+	}
+	var held []enforcer.Held
+	for _, h := range heldInterfaces(host, nil, nodeOnly(host.HostPeers()), rules.DenyAll) {
+		if !existing[h.Endpoint.Ifindex] {
+			held = append(held, h)
+		}
+	}
+	if err := c.deps.Enforcer.Hold(held); err != nil {
+		c.deps.Log.Error("holding new pod interfaces", "error", err.Error())
+	}
+	c.noteHeld(held, "the informers have not synced yet")
 }
 
 // Ready reports whether the first reconcile has completed.

@@ -29,21 +29,31 @@ import (
 
 const node = "worker-1"
 
-// fakeEnforcer records the last Sync and reports every pod as changed.
+// fakeEnforcer records the last Sync and Hold and reports every pod as
+// changed.
 type fakeEnforcer struct {
 	mu        sync.Mutex
 	calls     int
 	pods      []enforcer.Pod
 	compiled  map[types.NamespacedName]compiler.PodRules
+	held      []enforcer.Held
 	frontends []netip.Prefix
-	fail      error // returned by the next Sync, then cleared
+	holds     [][]enforcer.Held // every Hold call
+	fail      error             // returned by the next Sync, then cleared
 }
 
-func (f *fakeEnforcer) Sync(pods []enforcer.Pod, compiled map[types.NamespacedName]compiler.PodRules, frontends []netip.Prefix) ([]enforcer.Outcome, error) {
+func (f *fakeEnforcer) Hold(held []enforcer.Held) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.holds = append(f.holds, held)
+	return nil
+}
+
+func (f *fakeEnforcer) Sync(pods []enforcer.Pod, compiled map[types.NamespacedName]compiler.PodRules, held []enforcer.Held, frontends []netip.Prefix) ([]enforcer.Outcome, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
-	f.pods, f.compiled, f.frontends = pods, compiled, frontends
+	f.pods, f.compiled, f.held, f.frontends = pods, compiled, held, frontends
 	if err := f.fail; err != nil {
 		f.fail = nil
 		return nil, err

@@ -12,6 +12,8 @@ type Metrics struct {
 	PodsManaged      prometheus.Gauge
 	PodsWaiting      prometheus.Gauge
 	PodsDenyAll      prometheus.Gauge
+	InterfacesHeld   prometheus.Gauge
+	InterfaceHolds   prometheus.Counter
 	DenyAllFallbacks prometheus.Counter
 	DataplaneUpdates prometheus.Counter
 	Propagation      *prometheus.HistogramVec
@@ -37,6 +39,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Local pods with an address but no host route to it yet."}),
 		PodsDenyAll: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "pods_deny_all",
 			Help: "Local pods currently denying all traffic because their policy could not be installed."}),
+		InterfacesHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "interfaces_held",
+			Help: "Pod interfaces whose pod is not known yet, held at the rules every candidate pod agrees on (deny where they differ)."}),
+		InterfaceHolds: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "interface_holds_total",
+			Help: "Pod interfaces that were held before their pod was known."}),
 		DenyAllFallbacks: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "deny_all_fallbacks_total",
 			Help: "Times a pod fell back to deny-all (a new or different error)."}),
 		DataplaneUpdates: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "dataplane_updates_total",
@@ -47,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Reconciles, m.ReconcileErrors, m.PolicyChanges, m.PodsManaged, m.PodsWaiting,
-			m.PodsDenyAll, m.DenyAllFallbacks, m.DataplaneUpdates, m.Propagation)
+			m.PodsDenyAll, m.InterfacesHeld, m.InterfaceHolds, m.DenyAllFallbacks, m.DataplaneUpdates, m.Propagation)
 	}
 	return m
 }

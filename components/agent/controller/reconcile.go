@@ -56,16 +56,25 @@ func (c *Controller) reconcile() error {
 		return fmt.Errorf("reading the node's routes: %w", err)
 	}
 	comp := compiler.New(in, compiler.Options{HostPeers: host.HostPeers()})
-	local, byKey, waiting := c.localPods(in.Pods, host.Interface)
+	local, byKey, waiting, pending := c.localPods(in.Pods, host.Interface)
 	compiled := make(map[types.NamespacedName]compiler.PodRules, len(local))
 	for _, p := range local {
 		if r, ok := comp.Pod(p.Key); ok {
 			compiled[p.Key] = r
 		}
 	}
+	var candidates []compiler.PodRules
+	for _, key := range pending {
+		if r, ok := comp.Pod(key); ok {
+			candidates = append(candidates, r)
+		}
+	}
+	ingress, egress := holdRules(candidates, host.HostPeers())
+	held := heldInterfaces(host, local, ingress, egress)
 	frontends := append(compiler.Frontends(in.Services), c.cfg.ServiceCIDRs...)
-	outcomes, syncErr := c.deps.Enforcer.Sync(local, compiled, frontends)
+	outcomes, syncErr := c.deps.Enforcer.Sync(local, compiled, held, frontends)
 	podErr := c.report(outcomes, byKey)
+	c.noteHeld(held, fmt.Sprintf("%d pods of this node have no address yet", len(pending)))
 	c.deps.Metrics.PodsManaged.Set(float64(len(local)))
 	c.deps.Metrics.PodsWaiting.Set(float64(waiting))
 	return errors.Join(syncErr, podErr)
@@ -90,13 +99,16 @@ func (c *Controller) snapshot() (compiler.Input, error) {
 }
 
 // localPods picks the pods of this node that have their own network
-// namespace and a host route, with their interface. Two pods routed
-// through one interface means the informer still holds a deleted pod whose
-// address was reused: the newer pod owns the interface.
-func (c *Controller) localPods(pods []*corev1.Pod, ifindexOf func([]netip.Addr) int) ([]enforcer.Pod, map[types.NamespacedName]*corev1.Pod, int) {
+// namespace and a host route, with their interface; it also counts those
+// with an address but no route yet (waiting) and returns those without an
+// address (pending: the owners of interfaces the agent cannot name yet).
+// Two pods routed through one interface means the informer still holds a
+// deleted pod whose address was reused: the newer pod owns the interface.
+func (c *Controller) localPods(pods []*corev1.Pod, ifindexOf func([]netip.Addr) int) (
+	local []enforcer.Pod, byKey map[types.NamespacedName]*corev1.Pod, waiting int, pending []types.NamespacedName,
+) {
 	byIf := map[int]*corev1.Pod{}
 	addrsOf := map[*corev1.Pod][]netip.Addr{}
-	waiting := 0
 	for _, p := range pods {
 		if p.Spec.NodeName != c.cfg.NodeName || p.Spec.HostNetwork ||
 			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -104,6 +116,7 @@ func (c *Controller) localPods(pods []*corev1.Pod, ifindexOf func([]netip.Addr) 
 		}
 		addrs := podAddrs(p)
 		if len(addrs) == 0 {
+			pending = append(pending, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 			continue
 		}
 		ifindex := ifindexOf(addrs)
@@ -119,15 +132,15 @@ func (c *Controller) localPods(pods []*corev1.Pod, ifindexOf func([]netip.Addr) 
 		byIf[ifindex] = p
 		addrsOf[p] = addrs
 	}
-	out := make([]enforcer.Pod, 0, len(byIf))
-	byKey := make(map[types.NamespacedName]*corev1.Pod, len(byIf))
+	local = make([]enforcer.Pod, 0, len(byIf))
+	byKey = make(map[types.NamespacedName]*corev1.Pod, len(byIf))
 	for ifindex, p := range byIf {
 		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-		out = append(out, enforcer.Pod{Key: key, Endpoint: dataplane.Endpoint{Ifindex: ifindex, Addrs: addrsOf[p]}})
+		local = append(local, enforcer.Pod{Key: key, Endpoint: dataplane.Endpoint{Ifindex: ifindex, Addrs: addrsOf[p]}})
 		byKey[key] = p
 	}
-	slices.SortFunc(out, func(a, b enforcer.Pod) int { return a.Endpoint.Ifindex - b.Endpoint.Ifindex })
-	return out, byKey, waiting
+	slices.SortFunc(local, func(a, b enforcer.Pod) int { return a.Endpoint.Ifindex - b.Endpoint.Ifindex })
+	return local, byKey, waiting, pending
 }
 
 func podAddrs(p *corev1.Pod) []netip.Addr {

@@ -16,6 +16,7 @@ import (
 // guarantee without any timing guess.
 type rcuBarrier struct {
 	outer, inner *ebpf.Map
+	waits        int // grace periods waited for, for tests
 }
 
 func newRCUBarrier() (*rcuBarrier, error) {
@@ -38,6 +39,7 @@ func (b *rcuBarrier) wait() error {
 	if err := b.outer.Put(uint32(0), b.inner); err != nil {
 		return fmt.Errorf("waiting for an RCU grace period: %w", err)
 	}
+	b.waits++
 	return nil
 }
 

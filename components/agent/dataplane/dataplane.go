@@ -122,43 +122,121 @@ func (d *Dataplane) Uninstall() error {
 	return errors.Join(errs...)
 }
 
+// Change is one pod's rule sets for ApplyAll.
+type Change struct {
+	Endpoint        Endpoint
+	Ingress, Egress rules.RuleSet
+}
+
 // Apply installs a pod's compiled rule sets and attaches the programs to its
 // interface. The switch from the previous rules is atomic per pod. If the
 // rules cannot be installed (a full map, a port set over the limit), the pod
 // is switched to deny-all and the error wraps ErrDenyAll.
 func (d *Dataplane) Apply(ep Endpoint, ingress, egress rules.RuleSet) error {
-	if ep.Ifindex <= 0 {
-		return fmt.Errorf("endpoint has no interface index")
-	}
-	if len(ep.Addrs) == 0 && !ep.AnySource {
-		return fmt.Errorf("endpoint %d has no addresses: every packet from it would count as spoofed", ep.Ifindex)
-	}
+	return d.ApplyAll([]Change{{Endpoint: ep, Ingress: ingress, Egress: egress}})[0]
+}
+
+// ApplyAll applies each change as Apply does, in order, and returns one
+// error per change. Every pod is switched before the old rules of any are
+// deleted, so the whole batch waits for one RCU grace period instead of one
+// per pod: with tens of pods whose rules change together (a new peer that
+// all of them may reach), per-pod grace periods of 10-15 ms each delayed the
+// last pod of the batch by hundreds of milliseconds.
+func (d *Dataplane) ApplyAll(changes []Change) []error {
+	errs := make([]error, len(changes))
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	var retired []switched
+	for i, c := range changes {
+		var sw switched
+		sw, errs[i] = d.applyLocked(c, &retired)
+		if sw.ep.Ifindex != 0 {
+			retired = append(retired, sw)
+		}
+	}
+	if err := d.settle(retired); err != nil {
+		for i := range errs {
+			errs[i] = errors.Join(errs[i], err)
+		}
+	}
+	return errs
+}
+
+// switched is an endpoint that now uses new policy ids: after a grace
+// period, the ids it used before are deleted, and the addresses it no
+// longer has.
+type switched struct {
+	ep     Endpoint
+	in, eg uint32
+}
+
+// settle waits for one grace period and then retires what the switches
+// replaced.
+func (d *Dataplane) settle(sws []switched) error {
+	if len(sws) == 0 {
+		return nil
+	}
+	var ids []uint32
+	for _, sw := range sws {
+		ids = append(ids, sw.in, sw.eg)
+	}
+	errs := []error{d.retire(ids...)}
+	for _, sw := range sws {
+		errs = append(errs, d.removeStaleAddrs(sw.ep))
+	}
+	return errors.Join(errs...)
+}
+
+// applyLocked writes and switches one change. When the maps are too full
+// for the new rules and earlier switches of the batch still hold their old
+// rules, those are retired first and the write is tried once more, so a
+// batch never needs more room than pod-by-pod switching would.
+func (d *Dataplane) applyLocked(c Change, retired *[]switched) (switched, error) {
+	ep := c.Endpoint
+	if ep.Ifindex <= 0 {
+		return switched{}, fmt.Errorf("endpoint has no interface index")
+	}
+	if len(ep.Addrs) == 0 && !ep.AnySource {
+		return switched{}, fmt.Errorf("endpoint %d has no addresses: every packet from it would count as spoofed", ep.Ifindex)
+	}
 	old, _ := d.endpoint(ep.Ifindex)
-	in, err := d.writeGeneration(ingress)
-	if err != nil {
-		return d.denyAll(ep, old, fmt.Errorf("ingress rules: %w", err))
+	in, eg, err := d.writeBoth(c)
+	if err != nil && len(*retired) > 0 {
+		if serr := d.settle(*retired); serr != nil {
+			return switched{}, serr
+		}
+		*retired = nil
+		in, eg, err = d.writeBoth(c)
 	}
-	eg, err := d.writeGeneration(egress)
 	if err != nil {
+		in, eg = policyDenyAll, policyDenyAll
+		err = fmt.Errorf("%w: %w", ErrDenyAll, err)
+	}
+	if ierr := d.install(ep, in, eg); ierr != nil {
+		return switched{}, errors.Join(err, ierr)
+	}
+	sw := switched{ep: ep, in: old.IngressPolicy, eg: old.EgressPolicy}
+	return sw, errors.Join(err, d.attach(ep.Ifindex))
+}
+
+// writeBoth writes the ingress and egress generations of a change.
+func (d *Dataplane) writeBoth(c Change) (in, eg uint32, err error) {
+	if in, err = d.writeGeneration(c.Ingress); err != nil {
+		return 0, 0, fmt.Errorf("ingress rules: %w", err)
+	}
+	if eg, err = d.writeGeneration(c.Egress); err != nil {
 		d.dropGeneration(in)
-		return d.denyAll(ep, old, fmt.Errorf("egress rules: %w", err))
+		return 0, 0, fmt.Errorf("egress rules: %w", err)
 	}
-	return d.install(ep, old, in, eg)
+	return in, eg, nil
 }
 
-func (d *Dataplane) denyAll(ep Endpoint, old bpfobj.XgEndpoint, cause error) error {
-	if err := d.install(ep, old, policyDenyAll, policyDenyAll); err != nil {
-		return errors.Join(fmt.Errorf("%w: %w", ErrDenyAll, cause), err)
-	}
-	return fmt.Errorf("%w: %w", ErrDenyAll, cause)
-}
-
-// install switches the endpoint to the given policy ids and retires the
-// ids it had before.
-func (d *Dataplane) install(ep Endpoint, old bpfobj.XgEndpoint, in, eg uint32) error {
+// install switches the endpoint to the given policy ids. The ids it used
+// before are the caller's to retire.
+func (d *Dataplane) install(ep Endpoint, in, eg uint32) error {
 	if err := d.addAddrs(ep); err != nil {
+		d.dropGeneration(in)
+		d.dropGeneration(eg)
 		return err
 	}
 	val := endpointValue(ep, in, eg)
@@ -167,8 +245,7 @@ func (d *Dataplane) install(ep Endpoint, old bpfobj.XgEndpoint, in, eg uint32) e
 		d.dropGeneration(eg)
 		return fmt.Errorf("switching endpoint %d: %w", ep.Ifindex, err)
 	}
-	retireErr := d.retire(old.IngressPolicy, old.EgressPolicy)
-	return errors.Join(retireErr, d.removeStaleAddrs(ep), d.attach(ep.Ifindex))
+	return nil
 }
 
 // endpointValue is what the programs read for ep. A pod with exactly one
@@ -195,21 +272,41 @@ func endpointValue(ep Endpoint, in, eg uint32) bpfobj.XgEndpoint {
 // Remove stops managing an interface: its programs are detached and its
 // rules, addresses and tracked flows deleted.
 func (d *Dataplane) Remove(ifindex int) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.removeLocked(ifindex)
+	return d.RemoveAll([]int{ifindex})
 }
 
-func (d *Dataplane) removeLocked(ifindex int) error {
-	old, found := d.endpoint(ifindex)
+// RemoveAll removes several interfaces as Remove does, with one grace
+// period and one pass over the tracked flows for all of them.
+func (d *Dataplane) RemoveAll(ifindexes []int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.removeLocked(ifindexes)
+}
+
+func (d *Dataplane) removeLocked(ifindexes []int) error {
+	if len(ifindexes) == 0 {
+		return nil
+	}
 	var errs []error
-	errs = append(errs, d.detach(ifindex))
-	if found {
+	var ids []uint32
+	gone := map[uint32]bool{}
+	for _, ifindex := range ifindexes {
+		gone[uint32(ifindex)] = true
+		old, found := d.endpoint(ifindex)
+		errs = append(errs, d.detach(ifindex))
+		if !found {
+			continue
+		}
 		if err := d.objs.XgEndpoints.Delete(uint32(ifindex)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			errs = append(errs, fmt.Errorf("deleting endpoint %d: %w", ifindex, err))
+			continue
 		}
-		errs = append(errs, d.retire(old.IngressPolicy, old.EgressPolicy))
+		ids = append(ids, old.IngressPolicy, old.EgressPolicy)
 	}
-	errs = append(errs, d.removeStaleAddrs(Endpoint{Ifindex: ifindex}), d.purgeFlows(ifindex))
+	errs = append(errs, d.retire(ids...))
+	for _, ifindex := range ifindexes {
+		errs = append(errs, d.removeStaleAddrs(Endpoint{Ifindex: ifindex}))
+	}
+	errs = append(errs, d.purgeFlows(gone))
 	return errors.Join(errs...)
 }

@@ -12,7 +12,8 @@
 // A policy change writes the new rules under a fresh policy id, switches the
 // pod's endpoint entry to it in one map update, waits for an RCU grace
 // period and only then deletes the old rules, so a packet always meets
-// either the old or the new policy in full. Maps, links and programs are
+// either the old or the new policy in full. ApplyAll switches many pods with
+// one grace period for all of them. Maps, links and programs are
 // pinned in bpffs: when the agent stops, the last policy stays enforced, and
 // Open picks the state up again.
 package dataplane

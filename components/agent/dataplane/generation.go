@@ -325,15 +325,9 @@ func (d *Dataplane) recover() error {
 	if err := d.adoptLinks(); err != nil {
 		return err
 	}
-	for _, ifindex := range gone {
-		d.mu.Lock()
-		err := d.removeLocked(ifindex)
-		d.mu.Unlock()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.removeLocked(gone)
 }
 
 // slotShared reports whether a live generation other than id maps to id's

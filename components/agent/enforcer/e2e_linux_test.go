@@ -84,7 +84,7 @@ func TestPoliciesToPackets(t *testing.T) {
 			want[r.Pod] = r
 		}
 		if err := node.NS.Do(func() error {
-			out, err := e.Sync(local, want, nil)
+			out, err := e.Sync(local, want, nil, nil)
 			for _, o := range out {
 				if o.Err != nil {
 					return o.Err

@@ -21,20 +21,25 @@ type fakeDataplane struct {
 	failApply map[int]error
 }
 
-func (f *fakeDataplane) Apply(ep dataplane.Endpoint, in, eg rules.RuleSet) error {
-	f.calls = append(f.calls, fmt.Sprintf("apply %d %s %s", ep.Ifindex, in, eg))
-	if err := f.failApply[ep.Ifindex]; err != nil {
-		return err
+func (f *fakeDataplane) ApplyAll(changes []dataplane.Change) []error {
+	errs := make([]error, len(changes))
+	for i, c := range changes {
+		f.calls = append(f.calls, fmt.Sprintf("apply %d %s %s", c.Endpoint.Ifindex, c.Ingress, c.Egress))
+		if errs[i] = f.failApply[c.Endpoint.Ifindex]; errs[i] != nil {
+			continue
+		}
+		if !slices.Contains(f.endpoints, c.Endpoint.Ifindex) {
+			f.endpoints = append(f.endpoints, c.Endpoint.Ifindex)
+		}
 	}
-	if !slices.Contains(f.endpoints, ep.Ifindex) {
-		f.endpoints = append(f.endpoints, ep.Ifindex)
-	}
-	return nil
+	return errs
 }
 
-func (f *fakeDataplane) Remove(ifindex int) error {
-	f.calls = append(f.calls, fmt.Sprintf("remove %d", ifindex))
-	f.endpoints = slices.DeleteFunc(f.endpoints, func(i int) bool { return i == ifindex })
+func (f *fakeDataplane) RemoveAll(ifindexes []int) error {
+	for _, ifindex := range ifindexes {
+		f.calls = append(f.calls, fmt.Sprintf("remove %d", ifindex))
+		f.endpoints = slices.DeleteFunc(f.endpoints, func(i int) bool { return i == ifindex })
+	}
 	return nil
 }
 
@@ -68,6 +73,7 @@ func TestSync(t *testing.T) {
 	type step struct {
 		pods      []Pod
 		compiled  map[types.NamespacedName]compiler.PodRules
+		held      []Held
 		failApply map[int]error
 		wantCalls []string
 		wantDeny  []string // pods reported deny-all
@@ -124,7 +130,7 @@ func TestSync(t *testing.T) {
 			e := New(dp)
 			for i, s := range tc.steps {
 				dp.calls, dp.failApply = nil, s.failApply
-				out, err := e.Sync(s.pods, s.compiled, nil)
+				out, err := e.Sync(s.pods, s.compiled, s.held, nil)
 				if err != nil {
 					t.Fatalf("step %d: Sync: %v", i, err)
 				}
@@ -150,8 +156,69 @@ func TestSync(t *testing.T) {
 
 func TestOutcomeWrapsErrors(t *testing.T) {
 	dp := &fakeDataplane{failApply: map[int]error{10: fmt.Errorf("%w: map full", dataplane.ErrDenyAll)}}
-	out, _ := New(dp).Sync([]Pod{podA}, compiled(compiler.PodRules{Pod: podA.Key, Ingress: allowWeb, Policies: []string{"x/p"}}), nil)
+	out, _ := New(dp).Sync([]Pod{podA}, compiled(compiler.PodRules{Pod: podA.Key, Ingress: allowWeb, Policies: []string{"x/p"}}), nil, nil)
 	if len(out) != 1 || !errors.Is(out[0].Err, dataplane.ErrDenyAll) || out[0].Entries != 1 || out[0].Policies[0] != "x/p" {
 		t.Fatalf("outcome %+v", out)
+	}
+}
+
+func TestSyncHeldInterfaces(t *testing.T) {
+	held := Held{Endpoint: dataplane.Endpoint{Ifindex: 20, Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.9")}},
+		Ingress: allowWeb, Egress: rules.DenyAll}
+	dp := &fakeDataplane{}
+	e := New(dp)
+	step := func(name string, pods []Pod, c map[types.NamespacedName]compiler.PodRules, h []Held, want []string) {
+		t.Helper()
+		dp.calls = nil
+		if _, err := e.Sync(pods, c, h, nil); err != nil {
+			t.Fatalf("%s: Sync: %v", name, err)
+		}
+		if !slices.Equal(dp.calls, want) {
+			t.Fatalf("%s: calls %q, want %q", name, dp.calls, want)
+		}
+	}
+	step("a pod", []Pod{podA}, compiled(compiler.PodRules{Pod: podA.Key}), nil,
+		[]string{"apply 10 allow-all allow-all"})
+	step("an interface is held, first in the batch", []Pod{podA}, compiled(compiler.PodRules{Pod: podA.Key, Ingress: allowWeb}), []Held{held},
+		[]string{"apply 20 isolated[10.0.0.0/24{TCP/80}] isolated[]", "apply 10 isolated[10.0.0.0/24{TCP/80}] allow-all"})
+	step("still held: nothing to do", []Pod{podA}, compiled(compiler.PodRules{Pod: podA.Key, Ingress: allowWeb}), []Held{held}, nil)
+	podC := Pod{Key: types.NamespacedName{Namespace: "x", Name: "c"}, Endpoint: held.Endpoint}
+	step("its pod is known: switched to the pod's rules", []Pod{podA, podC},
+		compiled(compiler.PodRules{Pod: podA.Key, Ingress: allowWeb}, compiler.PodRules{Pod: podC.Key}), nil,
+		[]string{"apply 20 allow-all allow-all"})
+	step("held again, then released", []Pod{podA}, compiled(compiler.PodRules{Pod: podA.Key, Ingress: allowWeb}), []Held{held},
+		[]string{"apply 20 isolated[10.0.0.0/24{TCP/80}] isolated[]"})
+	step("released", []Pod{podA}, compiled(compiler.PodRules{Pod: podA.Key, Ingress: allowWeb}), nil,
+		[]string{"remove 20"})
+}
+
+func TestSyncSwitchesNewInterfacesFirst(t *testing.T) {
+	dp := &fakeDataplane{}
+	e := New(dp)
+	if _, err := e.Sync([]Pod{podA}, compiled(compiler.PodRules{Pod: podA.Key}), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	dp.calls = nil
+	if _, err := e.Sync([]Pod{podA, podB}, compiled(compiler.PodRules{Pod: podA.Key, Egress: allowWeb}, compiler.PodRules{Pod: podB.Key}), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"apply 11 allow-all allow-all", "apply 10 allow-all isolated[10.0.0.0/24{TCP/80}]"}
+	if !slices.Equal(dp.calls, want) {
+		t.Errorf("calls %q, want %q: the new pod's interface, passing unjudged traffic, goes first", dp.calls, want)
+	}
+}
+
+func TestHoldTouchesOnlyUnmanagedInterfaces(t *testing.T) {
+	dp := &fakeDataplane{endpoints: []int{10, 99}} // left by a previous agent
+	e := New(dp)
+	held := func(ifindex int) Held {
+		return Held{Endpoint: dataplane.Endpoint{Ifindex: ifindex, Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.9")}}, Ingress: rules.DenyAll, Egress: rules.DenyAll}
+	}
+	if err := e.Hold([]Held{held(10), held(20)}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"apply 20 isolated[] isolated[]"}
+	if !slices.Equal(dp.calls, want) {
+		t.Errorf("calls %q, want %q: pinned endpoints keep their rules and nothing is removed", dp.calls, want)
 	}
 }

@@ -5,5 +5,6 @@
 //
 // Point-to-point pod networks (the ptp CNI plugin, and most routed CNIs)
 // install one host route per pod address, "10.244.1.5 dev veth1a2b scope
-// host": the route's interface is the pod's host-side veth.
+// host": the route's interface is the pod's host-side veth. Such a veth is a
+// pod interface even before any pod is known to own it (State.PodInterfaces).
 package hostnet

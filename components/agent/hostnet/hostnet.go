@@ -2,6 +2,7 @@ package hostnet
 
 import (
 	"net/netip"
+	"slices"
 )
 
 // State is one reading of the node's network namespace.
@@ -16,6 +17,11 @@ type State struct {
 	// exempts a pod's IPv6 link-local sources from its anti-spoofing check,
 	// so they must never be trusted as the node.
 	Addrs []netip.Addr
+	// PodInterfaces are the interfaces that look like a pod's host-side
+	// veth: a veth whose peer is in another network namespace, not a
+	// bridge port, with a host route through it and no route through a
+	// gateway or default route on it (so never the node's uplink).
+	PodInterfaces map[int]bool
 }
 
 // HostPeers returns the node's addresses as single-address prefixes.
@@ -45,6 +51,19 @@ func (s State) Interface(addrs []netip.Addr) int {
 		found = ifindex
 	}
 	return found
+}
+
+// RoutedThrough returns the addresses with a host route through ifindex,
+// sorted.
+func (s State) RoutedThrough(ifindex int) []netip.Addr {
+	var out []netip.Addr
+	for a, i := range s.Routes {
+		if i == ifindex {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
 }
 
 // usable reports whether a may be a host peer.

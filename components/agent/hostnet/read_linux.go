@@ -17,10 +17,28 @@ func Read() (State, error) {
 	if err != nil {
 		return State{}, fmt.Errorf("listing routes: %w", err)
 	}
-	st := State{Routes: map[netip.Addr]int{}}
+	st := State{Routes: map[netip.Addr]int{}, PodInterfaces: map[int]bool{}}
+	uplinks := map[int]bool{}
 	for _, r := range routes {
 		if a, ok := hostRoute(r); ok {
 			st.Routes[a] = r.LinkIndex
+		}
+		if r.Gw != nil || len(r.MultiPath) > 0 || isDefault(r) {
+			uplinks[r.LinkIndex] = true
+		}
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		return State{}, fmt.Errorf("listing links: %w", err)
+	}
+	routed := map[int]bool{}
+	for _, ifindex := range st.Routes {
+		routed[ifindex] = true
+	}
+	for _, l := range links {
+		a := l.Attrs()
+		if l.Type() == "veth" && a.NetNsID >= 0 && a.MasterIndex == 0 && routed[a.Index] && !uplinks[a.Index] {
+			st.PodInterfaces[a.Index] = true
 		}
 	}
 	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
@@ -38,6 +56,16 @@ func Read() (State, error) {
 	}
 	slices.SortFunc(st.Addrs, netip.Addr.Compare)
 	return st, nil
+}
+
+// isDefault reports whether r is a default route (netlink leaves Dst empty
+// for some and gives others a zero-length prefix).
+func isDefault(r netlink.Route) bool {
+	if r.Dst == nil {
+		return true
+	}
+	ones, _ := r.Dst.Mask.Size()
+	return ones == 0
 }
 
 // hostRoute returns the destination of a route to one address straight

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -39,50 +40,74 @@ const (
 // the node. Everything is removed when the test ends.
 func NewNode(t testing.TB, n int) *Node {
 	t.Helper()
-	prefix := Prefix()
-	node := &Node{NS: Add(t, prefix+"-node")}
-	noDAD := []string{"sysctl", "-q", "-w", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0"}
-	node.NS.MustRun(t, append(noDAD, "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")...)
-	for i := range n {
-		p := &Pod{
-			Name:   fmt.Sprintf("pod%d", i),
-			NS:     Add(t, fmt.Sprintf("%s-p%d", prefix, i)),
-			HostIf: fmt.Sprintf("%sh%d", prefix, i),
-			V4:     netip.AddrFrom4([4]byte{10, 200, 0, byte(i + 1)}),
-			V6:     netip.MustParseAddr(fmt.Sprintf("fd00:200::%x", i+1)),
-		}
-		p.NS.MustRun(t, noDAD...)
-		node.NS.MustRun(t, "ip", "link", "add", p.HostIf, "type", "veth", "peer", "name", "eth0", "netns", p.NS.Name)
-		for _, args := range [][]string{
-			{"ip", "addr", "add", p.V4.String() + "/32", "dev", "eth0"},
-			{"ip", "-6", "addr", "add", p.V6.String() + "/128", "dev", "eth0", "nodad"},
-			{"ip", "link", "set", "eth0", "up"},
-			{"ip", "route", "add", gatewayV4, "dev", "eth0", "scope", "link"},
-			{"ip", "route", "add", "default", "via", gatewayV4, "dev", "eth0"},
-			{"ip", "-6", "route", "add", "default", "via", gatewayV6, "dev", "eth0"},
-		} {
-			p.NS.MustRun(t, args...)
-		}
-		for _, args := range [][]string{
-			{"ip", "addr", "add", gatewayV4 + "/32", "dev", p.HostIf},
-			{"ip", "-6", "addr", "add", gatewayV6 + "/64", "dev", p.HostIf, "nodad"},
-			{"ip", "link", "set", p.HostIf, "up"},
-			{"ip", "route", "add", p.V4.String() + "/32", "dev", p.HostIf},
-			{"ip", "-6", "route", "add", p.V6.String() + "/128", "dev", p.HostIf},
-		} {
-			node.NS.MustRun(t, args...)
-		}
-		if err := node.NS.Do(func() error {
-			ifc, err := net.InterfaceByName(p.HostIf)
-			if err != nil {
-				return err
-			}
-			p.Ifindex = ifc.Index
-			return nil
-		}); err != nil {
-			t.Fatalf("finding %s: %v", p.HostIf, err)
-		}
-		node.Pods = append(node.Pods, p)
+	node := &Node{NS: Add(t, Prefix()+"-node")}
+	node.NS.MustRun(t, "sysctl", "-q", "-w", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0",
+		"net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
+	for range n {
+		node.AddPod(t)
 	}
 	return node
+}
+
+// AddPod wires one more pod to the node, as the ptp CNI plugin does when a
+// pod's sandbox starts: the veth pair, the pod's addresses and routes, then
+// the node's host routes to it.
+func (node *Node) AddPod(t testing.TB) *Pod {
+	t.Helper()
+	p := node.AddPodWithoutRoutes(t)
+	node.RoutePod(t, p)
+	return p
+}
+
+// RoutePod adds the node's host routes to the pod, the last step of the
+// CNI plugin's set-up.
+func (node *Node) RoutePod(t testing.TB, p *Pod) {
+	t.Helper()
+	node.NS.MustRun(t, "ip", "route", "add", p.V4.String()+"/32", "dev", p.HostIf)
+	node.NS.MustRun(t, "ip", "-6", "route", "add", p.V6.String()+"/128", "dev", p.HostIf)
+}
+
+// AddPodWithoutRoutes is AddPod up to the node's host routes.
+func (node *Node) AddPodWithoutRoutes(t testing.TB) *Pod {
+	t.Helper()
+	i := len(node.Pods)
+	prefix := strings.TrimSuffix(node.NS.Name, "-node")
+	p := &Pod{
+		Name:   fmt.Sprintf("pod%d", i),
+		NS:     Add(t, fmt.Sprintf("%s-p%d", prefix, i)),
+		HostIf: fmt.Sprintf("%sh%d", prefix, i),
+		V4:     netip.AddrFrom4([4]byte{10, 200, 0, byte(i + 1)}),
+		V6:     netip.MustParseAddr(fmt.Sprintf("fd00:200::%x", i+1)),
+	}
+	p.NS.MustRun(t, "sysctl", "-q", "-w", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
+	node.NS.MustRun(t, "ip", "link", "add", p.HostIf, "type", "veth", "peer", "name", "eth0", "netns", p.NS.Name)
+	for _, args := range [][]string{
+		{"ip", "addr", "add", p.V4.String() + "/32", "dev", "eth0"},
+		{"ip", "-6", "addr", "add", p.V6.String() + "/128", "dev", "eth0", "nodad"},
+		{"ip", "link", "set", "eth0", "up"},
+		{"ip", "route", "add", gatewayV4, "dev", "eth0", "scope", "link"},
+		{"ip", "route", "add", "default", "via", gatewayV4, "dev", "eth0"},
+		{"ip", "-6", "route", "add", "default", "via", gatewayV6, "dev", "eth0"},
+	} {
+		p.NS.MustRun(t, args...)
+	}
+	for _, args := range [][]string{
+		{"ip", "addr", "add", gatewayV4 + "/32", "dev", p.HostIf},
+		{"ip", "-6", "addr", "add", gatewayV6 + "/64", "dev", p.HostIf, "nodad"},
+		{"ip", "link", "set", p.HostIf, "up"},
+	} {
+		node.NS.MustRun(t, args...)
+	}
+	if err := node.NS.Do(func() error {
+		ifc, err := net.InterfaceByName(p.HostIf)
+		if err != nil {
+			return err
+		}
+		p.Ifindex = ifc.Index
+		return nil
+	}); err != nil {
+		t.Fatalf("finding %s: %v", p.HostIf, err)
+	}
+	node.Pods = append(node.Pods, p)
+	return p
 }
