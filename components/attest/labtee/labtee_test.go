@@ -254,9 +254,6 @@ func TestNewOptions(t *testing.T) {
 }
 
 func TestDefaultKeySize(t *testing.T) {
-	if testing.Short() {
-		t.Skip("generates two 4096-bit RSA keys")
-	}
 	c, err := New(Options{Now: installedAt})
 	if err != nil {
 		t.Fatal(err)
