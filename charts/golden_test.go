@@ -29,6 +29,8 @@ var goldenCases = []string{
 	"generate",
 	"network-policy",
 	"observe",
+	"confidential",
+	"confidential-tsm",
 }
 
 // generatedPEM matches the base64 PEM blobs that TLS mode generate makes

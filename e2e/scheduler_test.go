@@ -295,17 +295,24 @@ func applyCRDs(ctx context.Context, t *testing.T, cfg *envconf.Config) {
 // evidence of source and forbids time-slicing.
 func createPoolTenant(ctx context.Context, t *testing.T, cs kubernetes.Interface, dyn dynamic.Interface, tenant, source string) {
 	t.Helper()
+	createTenant(ctx, t, cs, dyn, tenant, map[string]any{
+		"confinement": "Pool",
+		"evidence":    map[string]any{"acceptedSources": []any{source}},
+		"gpuSharing":  map[string]any{"forbiddenModes": []any{"TimeSlicing"}},
+	})
+}
+
+// createTenant creates a tenant of one namespace, both named tenant, bound
+// to a policy of its name with the given spec.
+func createTenant(ctx context.Context, t *testing.T, cs kubernetes.Interface, dyn dynamic.Interface, tenant string, policy map[string]any) {
+	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant, Labels: map[string]string{guardTenantLabel: tenant}}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the tenant's namespace: %v", err)
 	}
 	createGuardObject(ctx, t, dyn, guardPolicies, map[string]any{
 		"apiVersion": guardGroup + "/v1alpha1", "kind": "PlacementPolicy", "metadata": map[string]any{"name": tenant},
-		"spec": map[string]any{
-			"confinement": "Pool",
-			"evidence":    map[string]any{"acceptedSources": []any{source}},
-			"gpuSharing":  map[string]any{"forbiddenModes": []any{"TimeSlicing"}},
-		},
+		"spec": policy,
 	})
 	createGuardObject(ctx, t, dyn, guardBindings, map[string]any{
 		"apiVersion": guardGroup + "/v1alpha1", "kind": "TenantBinding", "metadata": map[string]any{"name": tenant},

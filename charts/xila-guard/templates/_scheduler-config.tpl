@@ -27,4 +27,11 @@ profiles:
       - name: XilaGuardEnforcement
       disabled:
       - name: TaintToleration
+{{- if .Values.confidential.enabled }}
+  pluginConfig:
+  - name: XilaGuardEnforcement
+    args:
+      attestationURL: {{ printf "http://xila-guard-attest.%s.svc:%v" .Release.Namespace .Values.confidential.controller.challengePort }}
+      challengeTimeout: {{ .Values.enforcement.scheduler.challengeTimeout }}
+{{- end }}
 {{- end }}

@@ -58,6 +58,9 @@ func TestControllerFlags(t *testing.T) {
 		{[]string{"--reference-values=r", "--attester-timeout=10m"}, "must be below --max-challenge-age"},
 		{[]string{"--reference-values=r", "--challenge-tls-cert-file=c"}, "go together"},
 		{[]string{"--reference-values=r", "extra"}, "unexpected arguments"},
+		{[]string{"--reference-values=r", "--lab-chain-secret=chain"}, "want namespace/name"},
+		{[]string{"--reference-values=r", "--lab-chain-secret=ns/a/b"}, "want namespace/name"},
+		{[]string{"--reference-values=r", "--lab-chain-secret=ns/chain", "--lab-root-file=f"}, "exclude each other"},
 	} {
 		if _, err := ParseControllerFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
@@ -77,6 +80,10 @@ func TestAttesterFlags(t *testing.T) {
 		{[]string{"--backend=lab", "--lab-chain-dir=d", "--lab-measurement=m", "--tsm-privilege-level=0"}, "needs --backend tsm"},
 		{[]string{"--report-timeout=0s"}, "--report-timeout must be positive"},
 		{[]string{"--tls-key-file=k"}, "go together"},
+		{[]string{"--lab-node-measurements=w1"}, "want node=sha384"},
+		{[]string{"--lab-node-measurements=w1=sha256:00"}, "node w1"},
+		{[]string{"--lab-node-measurements=w1=" + labMeasurement("a") + ",w1=" + labMeasurement("b")}, "listed twice"},
+		{[]string{"--lab-node-measurements=w1=" + labMeasurement("a")}, "the --lab-* flags need --backend lab"},
 	} {
 		if _, err := parseAttesterFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
@@ -88,6 +95,36 @@ func TestAttesterFlags(t *testing.T) {
 	}
 	if _, err := o.newBackend(); err == nil || !strings.Contains(err.Error(), "--lab-measurement") {
 		t.Errorf("a malformed measurement: %v", err)
+	}
+}
+
+// labMeasurement is the lab measurement of a workload, as the flags take it.
+func labMeasurement(workload string) string {
+	m := sha512.Sum384([]byte(workload))
+	return "sha384:" + hex.EncodeToString(m[:])
+}
+
+// TestAttesterNodeMeasurements checks that a node listed in
+// --lab-node-measurements states its own measurement and every other node
+// the default.
+func TestAttesterNodeMeasurements(t *testing.T) {
+	for _, tc := range []struct{ node, want string }{
+		{"w1", labMeasurement("default")},
+		{"w2", labMeasurement("tampered")},
+		{"", labMeasurement("default")},
+	} {
+		o, err := parseAttesterFlags([]string{"--backend=lab", "--lab-chain-dir=" + labChainDir, "--node-name=" + tc.node,
+			"--lab-measurement=" + labMeasurement("default"), "--lab-node-measurements=w2=" + labMeasurement("tampered") + ", w3=" + labMeasurement("other")}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := o.newBackend()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := "sha384:" + hex.EncodeToString(b.(*attester.Lab).Measurement[:]); got != tc.want {
+			t.Errorf("node %q states %s, want %s", tc.node, got, tc.want)
+		}
 	}
 }
 

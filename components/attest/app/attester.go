@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -37,6 +39,8 @@ type attesterOptions struct {
 	tsmPrivilege      int
 	labChainDir       string
 	labMeasurement    string
+	labNodeMeasures   map[string]string
+	nodeName          string
 	labHostData       string
 	labPolicy         uint64
 	labGuestSVN       uint
@@ -61,6 +65,12 @@ func parseAttesterFlags(args []string, stderr io.Writer) (*attesterOptions, erro
 	fs.IntVar(&o.tsmPrivilege, "tsm-privilege-level", -1, "tsm: privilege level (SEV-SNP VMPL, 0 to 3) to ask reports at; -1 for the kernel's default")
 	fs.StringVar(&o.labChainDir, "lab-chain-dir", "", "lab: directory of the mounted lab chain Secret (cert_chain.pem, vcek.pem, vcek-key.pem)")
 	fs.StringVar(&o.labMeasurement, "lab-measurement", "", "lab: launch measurement the reports state, sha384:<96 hex digits>")
+	fs.Func("lab-node-measurements", "lab: launch measurements of particular nodes, node=sha384:<96 hex digits>[,node=...]; the node named by --node-name states its own, the others --lab-measurement", func(v string) error {
+		m, err := parseNodeMeasurements(v)
+		o.labNodeMeasures = m
+		return err
+	})
+	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "the node this attester runs on (default $NODE_NAME), for --lab-node-measurements")
 	fs.StringVar(&o.labHostData, "lab-host-data", "", "lab: HOST_DATA the reports state, 64 hex digits; zeroes when empty")
 	fs.Uint64Var(&o.labPolicy, "lab-policy", labtee.DefaultPolicy, "lab: guest policy the reports state (bit 19 allows debugging)")
 	fs.UintVar(&o.labGuestSVN, "lab-guest-svn", 0, "lab: guest security version number the reports state")
@@ -85,7 +95,7 @@ func parseAttesterFlags(args []string, stderr io.Writer) (*attesterOptions, erro
 
 func (o *attesterOptions) validate() error {
 	var errs []error
-	lab := o.labChainDir != "" || o.labMeasurement != "" || o.labHostData != "" || o.labPolicy != labtee.DefaultPolicy || o.labGuestSVN != 0
+	lab := o.labChainDir != "" || o.labMeasurement != "" || len(o.labNodeMeasures) > 0 || o.labHostData != "" || o.labPolicy != labtee.DefaultPolicy || o.labGuestSVN != 0
 	switch o.backend {
 	case BackendTSM:
 		if lab {
@@ -125,6 +135,25 @@ func (o *attesterOptions) validate() error {
 	return errors.Join(errs...)
 }
 
+// parseNodeMeasurements reads node=measurement[,node=measurement...].
+func parseNodeMeasurements(v string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, entry := range strings.Split(v, ",") {
+		node, measurement, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		if !ok || node == "" {
+			return nil, fmt.Errorf("entry %q: want node=sha384:<96 hex digits>", entry)
+		}
+		if _, err := attester.ParseMeasurement(measurement); err != nil {
+			return nil, fmt.Errorf("node %s: %w", node, err)
+		}
+		if _, dup := m[node]; dup {
+			return nil, fmt.Errorf("node %s is listed twice", node)
+		}
+		m[node] = measurement
+	}
+	return m, nil
+}
+
 // backend builds the attester's backend from its flags.
 func (o *attesterOptions) newBackend() (attester.Backend, error) {
 	if o.backend == BackendTSM {
@@ -143,9 +172,13 @@ func (o *attesterOptions) newBackend() (attester.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the lab chain from %s: %w", o.labChainDir, err)
 	}
-	m, err := attester.ParseMeasurement(o.labMeasurement)
+	flagName, measurement := "--lab-measurement", o.labMeasurement
+	if own, ok := o.labNodeMeasures[o.nodeName]; ok && o.nodeName != "" {
+		flagName, measurement = "--lab-node-measurements", own
+	}
+	m, err := attester.ParseMeasurement(measurement)
 	if err != nil {
-		return nil, fmt.Errorf("--lab-measurement: %w", err)
+		return nil, fmt.Errorf("%s: %w", flagName, err)
 	}
 	hd, err := attester.ParseHostData(o.labHostData)
 	if err != nil {

@@ -12,12 +12,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -33,6 +35,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/version"
 	"github.com/xila-guard/xila-guard/components/attest/attester"
 	"github.com/xila-guard/xila-guard/components/attest/controller"
+	"github.com/xila-guard/xila-guard/components/attest/labtee"
 	"github.com/xila-guard/xila-guard/components/attest/verify"
 )
 
@@ -46,6 +49,9 @@ import (
 // +kubebuilder:rbac:groups=events.k8s.io;"",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=guard.xila.us,resources=nodesecuritystates,verbs=get;list;watch;create;update;patch
+//
+// The lab chain Secret (--lab-chain-secret) is read and created in the
+// controller's own namespace only: the chart grants that with a Role.
 
 // LeaderElectionID names the Lease the controller's replicas compete for.
 const LeaderElectionID = "xila-guard-attest.guard.xila.us"
@@ -58,6 +64,7 @@ type ControllerOptions struct {
 	kubeconfig         string
 	profile            guard.Profile
 	labRootFile        string
+	labChainSecret     types.NamespacedName
 	referenceValues    string
 	verifierName       string
 	maxChallengeAge    time.Duration
@@ -91,6 +98,14 @@ func ParseControllerFlags(args []string, stderr io.Writer) (*ControllerOptions, 
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses in-cluster config or $KUBECONFIG")
 	fs.StringVar(&profile, "profile", string(guard.ProfileProduction), "verification profile: production trusts AMD's and Intel's roots only; lab also trusts --lab-root-file")
 	fs.StringVar(&o.labRootFile, "lab-root-file", "", "the lab chain's cert_chain.pem (ASK then ARK): trusted under --profile lab; under production, evidence chaining to it is refused as TEST_ROOT_OF_TRUST")
+	fs.Func("lab-chain-secret", "namespace/name of the lab chain Secret, instead of --lab-root-file: under --profile lab it is created with a new chain when missing, and its "+labtee.SecretCertChain+" is the lab root; under production it is only read, so that evidence signed with it is refused as TEST_ROOT_OF_TRUST", func(v string) error {
+		ns, name, ok := strings.Cut(v, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("%q: want namespace/name", v)
+		}
+		o.labChainSecret = types.NamespacedName{Namespace: ns, Name: name}
+		return nil
+	})
 	fs.StringVar(&o.referenceValues, "reference-values", "", "reference values file (YAML or JSON: allowed measurements, minimum TCBs), read again when it changes; required")
 	fs.StringVar(&o.verifierName, "verifier-name", controller.DefaultVerifierName, "the verifier the verdicts name")
 	fs.DurationVar(&o.maxChallengeAge, "max-challenge-age", verify.DefaultMaxChallengeAge, "oldest a challenge may be when its answer is verified")
@@ -109,7 +124,7 @@ func ParseControllerFlags(args []string, stderr io.Writer) (*ControllerOptions, 
 	fs.IntVar(&o.workers, "workers", 8, "nodes challenged at once")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9090", "address of the /metrics endpoint; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":9091", "address of /healthz and /readyz")
-	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader, so that two replicas can run; only the leader challenges")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader, so that two replicas can run; only the leader challenges nodes on its interval, every replica answers the synchronous challenge")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader Lease; empty for the pod's own")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -139,6 +154,9 @@ func ParseControllerFlags(args []string, stderr io.Writer) (*ControllerOptions, 
 	}
 	if o.attesterPort < 1 || o.attesterPort > 65535 {
 		errs = append(errs, fmt.Errorf("--attester-port %d: want 1 to 65535", o.attesterPort))
+	}
+	if o.labRootFile != "" && o.labChainSecret.Name != "" {
+		errs = append(errs, errors.New("--lab-root-file and --lab-chain-secret exclude each other"))
 	}
 	if (o.challengeCertFile == "") != (o.challengeKeyFile == "") {
 		errs = append(errs, errors.New("--challenge-tls-cert-file and --challenge-tls-key-file go together"))
@@ -196,6 +214,15 @@ func RunControllerWithConfig(ctx context.Context, cfg *rest.Config, o *Controlle
 			return fmt.Errorf("--lab-root-file: %w", err)
 		}
 		vopts.LabSNPRoot = root
+	}
+	if o.labChainSecret.Name != "" {
+		c, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return err
+		}
+		if vopts.LabSNPRoot, err = labChainRoot(ctx, c, o.labChainSecret, o.profile == guard.ProfileLab, log); err != nil {
+			return fmt.Errorf("--lab-chain-secret %s: %w", o.labChainSecret, err)
+		}
 	}
 	v, err := verify.New(vopts)
 	if err != nil {
@@ -257,14 +284,10 @@ func RunControllerWithConfig(ctx context.Context, cfg *rest.Config, o *Controlle
 		return fmt.Errorf("setting up the attestation controller: %w", err)
 	}
 	if o.challengeAddr != "0" {
-		h := &controller.ChallengeHandler{Reconciler: r, Timeout: o.challengeTimeout, Log: log.WithName("challenge"), Leader: func() bool {
-			select {
-			case <-mgr.Elected():
-				return true
-			default:
-				return false
-			}
-		}}
+		// Every replica answers: the state it writes is read from and
+		// written to the API server (a write that races the leader's
+		// conflicts and fails), so the Service needs no leader routing.
+		h := &controller.ChallengeHandler{Reconciler: r, Timeout: o.challengeTimeout, Log: log.WithName("challenge")}
 		if err := mgr.Add(&challengeServer{addr: o.challengeAddr, handler: h.Handler(), certFile: o.challengeCertFile,
 			keyFile: o.challengeKeyFile, timeout: o.challengeTimeout, log: log}); err != nil {
 			return err
@@ -306,8 +329,7 @@ func (o *ControllerOptions) attesterClient() (*attester.Client, error) {
 	return &attester.Client{HTTP: &http.Client{Transport: transport, Timeout: o.attesterTimeout}}, nil
 }
 
-// challengeServer serves the synchronous challenge on every replica; a
-// replica that does not lead answers 503.
+// challengeServer serves the synchronous challenge on every replica.
 type challengeServer struct {
 	addr              string
 	handler           http.Handler

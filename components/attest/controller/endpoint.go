@@ -51,7 +51,6 @@ type ChallengeErrorResponse struct {
 //	404 no such node
 //	409 no ready attester runs on the node
 //	502 the attester did not answer (the evidence is left as it was)
-//	503 this replica is not the leader
 //	504 the challenge did not finish within the timeout
 //	500 anything else
 type ChallengeHandler struct {
@@ -59,9 +58,6 @@ type ChallengeHandler struct {
 	Reconciler *Reconciler
 	// Timeout bounds one challenge; DefaultChallengeTimeout when zero.
 	Timeout time.Duration
-	// Leader reports whether this replica leads, and so may write;
-	// always when nil.
-	Leader func() bool
 	// Log receives one line per challenge that did not write.
 	Log logr.Logger
 }
@@ -75,10 +71,6 @@ func (h *ChallengeHandler) Handler() http.Handler {
 
 func (h *ChallengeHandler) challenge(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("node")
-	if h.Leader != nil && !h.Leader() {
-		writeJSON(w, http.StatusServiceUnavailable, ChallengeErrorResponse{Message: "this replica is not the leader"})
-		return
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), orDefault(h.Timeout, DefaultChallengeTimeout))
 	defer cancel()
 	nss, err := h.Reconciler.Challenge(ctx, name)

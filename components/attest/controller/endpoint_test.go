@@ -49,8 +49,6 @@ func TestChallengeHandler(t *testing.T) {
 		{name: "timeout", node: "node-1", setup: func(g *rig, h *ChallengeHandler) {
 			g.fetcher.backend, h.Timeout = blocking{}, 50*time.Millisecond
 		}, code: 504, want: "deadline exceeded"},
-		{name: "not the leader", node: "node-1", setup: func(_ *rig, h *ChallengeHandler) { h.Leader = func() bool { return false } },
-			code: 503, want: "not the leader"},
 		{name: "GET", node: "node-1", method: http.MethodGet, code: 405},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

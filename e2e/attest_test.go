@@ -1,0 +1,315 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+)
+
+const (
+	// attesterLabel puts a worker under an attester (the chart's
+	// confidential.attester.nodeSelector in attest-values.yaml); removing
+	// it stops the node's attester.
+	attesterLabel = "e2e.xila.us/attester"
+	// attestedWorker states the allowed measurement, tamperedWorker
+	// another one.
+	attestedWorker = 0
+	tamperedWorker = 1
+	// maxAttestationAge is the policy's bound on a verdict's age: the
+	// controller attests every 5s (attest-values.yaml), so only a node
+	// whose attester stopped grows this old.
+	maxAttestationAge = 15 * time.Second
+)
+
+// launchMeasurement is the lab launch measurement of a workload image.
+func launchMeasurement(workload string) string {
+	m := sha512.Sum384([]byte(workload))
+	return "sha384:" + hex.EncodeToString(m[:])
+}
+
+var (
+	allowedMeasurement  = launchMeasurement("xila-guard e2e confidential workload v1")
+	tamperedMeasurement = launchMeasurement("xila-guard e2e confidential workload v1, patched")
+)
+
+// attestedNodes is what the attestation test set up, kept in the context.
+type attestedNodes struct {
+	tenant  string
+	workers []string
+}
+
+type attestedKey struct{}
+
+func attestedFrom(ctx context.Context, t *testing.T) *attestedNodes {
+	t.Helper()
+	a, ok := ctx.Value(attestedKey{}).(*attestedNodes)
+	if !ok {
+		t.Fatal("no attestation set-up in the context: its Setup failed")
+	}
+	return a
+}
+
+// TestAttestation installs the attestation controller and lab attesters
+// with the controlled scheduler (production profile: attested evidence is
+// no lab stand-in, the lab chain is) and checks the attested path end to
+// end: each worker's state is written from its verified report; a pod
+// whose policy requires the allowed measurement lands only on the worker
+// that states it, and a pod pinned to the worker that states another is
+// refused; a worker whose attester stops grows stale and is refused; and a
+// controller switched to the production profile refuses the lab chain as
+// TEST_ROOT_OF_TRUST.
+func TestAttestation(t *testing.T) {
+	f := features.New("attested evidence: lab TEE, verified reports, attestation-gated placement").
+		Setup(installAttestation).
+		Assess("each worker's state comes from its verified report", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			a := attestedFrom(ctx, t)
+			cs := clientset(t, cfg)
+			for i, w := range a.workers {
+				node, err := cs.CoreV1().Nodes().Get(ctx, w, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, verdict, reason := allowedMeasurement, "Passed", ""
+				if i == tamperedWorker {
+					want, verdict, reason = tamperedMeasurement, "Failed", "MEASUREMENT_NOT_ALLOWED"
+				}
+				s := waitAttested(ctx, t, cfg, w, time.Minute, func(s *attestedSpec) bool { return s.TEE.Attestation.Verdict == verdict })
+				if s.NodeUID != string(node.UID) || s.Incarnation == "" || s.TEE.Type != "SEV-SNP" || s.TEE.Measurement != want ||
+					s.TEE.ChipID == "" || s.TEE.SNPTCB == nil || s.TEE.Attestation.Reason != reason || s.TEE.Attestation.RootOfTrust != "lab" {
+					t.Errorf("state of %s: %+v; want SEV-SNP %s, verdict %s %s, the lab root, UID %s", w, s, want, verdict, reason, node.UID)
+				}
+			}
+			waitNodeEvent(ctx, t, cs, a.workers[tamperedWorker], "MEASUREMENT_NOT_ALLOWED")
+			return ctx
+		}).
+		Assess("placement: only on the worker with the allowed measurement", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			a := attestedFrom(ctx, t)
+			cs := clientset(t, cfg)
+			for i := range 3 {
+				p := createTenantPod(ctx, t, cs, a.tenant, fmt.Sprintf("confidential-%d", i), nil)
+				if got := waitRunning(ctx, t, cs, a.tenant, p.Name).Spec.NodeName; got != a.workers[attestedWorker] {
+					t.Errorf("pod %s runs on %s, want the attested worker %s", p.Name, got, a.workers[attestedWorker])
+				}
+			}
+			p := createTenantPod(ctx, t, cs, a.tenant, "pinned-tampered", pinnedToNode(a.workers[tamperedWorker]))
+			waitRefusedWith(ctx, t, cs, p, "MEASUREMENT_NOT_ALLOWED")
+			deletePodNow(ctx, t, cs, p)
+			return ctx
+		}).
+		Assess("attester stopped: the node's attestation grows stale and it is refused; back, it is attested anew", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			a := attestedFrom(ctx, t)
+			cs := clientset(t, cfg)
+			w := a.workers[attestedWorker]
+			before := waitAttested(ctx, t, cfg, w, time.Minute, func(s *attestedSpec) bool { return s.TEE.Attestation.Verdict == "Passed" })
+			patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: nil})
+			waitNoAttester(ctx, t, cs, w)
+			// The last verdict written before the attester went; once it is
+			// older than maxAttestationAge the node is refused.
+			last := waitAttested(ctx, t, cfg, w, time.Minute, func(*attestedSpec) bool { return true })
+			time.Sleep(time.Until(last.TEE.Attestation.VerifiedAt.Add(maxAttestationAge + time.Second)))
+			if again := waitAttested(ctx, t, cfg, w, time.Minute, func(*attestedSpec) bool { return true }); !again.TEE.Attestation.VerifiedAt.Equal(last.TEE.Attestation.VerifiedAt) {
+				t.Fatalf("the state of %s was attested again at %s with no attester on the node", w, again.TEE.Attestation.VerifiedAt)
+			}
+			p := createTenantPod(ctx, t, cs, a.tenant, "after-stop", pinnedToNode(w))
+			waitRefusedWith(ctx, t, cs, p, "ATTESTATION_STALE")
+			patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: ptrTo("on")})
+			after := waitAttested(ctx, t, cfg, w, 2*time.Minute, func(s *attestedSpec) bool {
+				return s.TEE.Attestation.Verdict == "Passed" && s.Incarnation != before.Incarnation
+			})
+			if after.NodeUID != before.NodeUID {
+				t.Errorf("node UID changed from %s to %s", before.NodeUID, after.NodeUID)
+			}
+			if got := waitRunning(ctx, t, cs, a.tenant, p.Name).Spec.NodeName; got != w {
+				t.Errorf("pod %s runs on %s, want %s", p.Name, got, w)
+			}
+			return ctx
+		}).
+		Assess("production profile: the lab chain is refused as TEST_ROOT_OF_TRUST", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			a := attestedFrom(ctx, t)
+			cs := clientset(t, cfg)
+			helmInstallAttestation(ctx, t, cfg, a, "production")
+			w := a.workers[attestedWorker]
+			waitAttested(ctx, t, cfg, w, 2*time.Minute, func(s *attestedSpec) bool {
+				return s.TEE.Attestation.Verdict == "Failed" && s.TEE.Attestation.Reason == "TEST_ROOT_OF_TRUST"
+			})
+			p := createTenantPod(ctx, t, cs, a.tenant, "production", pinnedToNode(w))
+			waitRefusedWith(ctx, t, cs, p, "ATTESTATION_FAILED")
+			return ctx
+		}).
+		Teardown(uninstallAttestation).
+		Feature()
+	testenv.Test(t, f)
+}
+
+// installAttestation makes the workers a tenant's pool under attesters and
+// installs the chart (lab profile) with a policy that requires the allowed
+// measurement and a fresh attestation.
+func installAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	cs := clientset(t, cfg)
+	dyn := dynamicClientFor(t, cfg)
+	applyCRDs(ctx, t, cfg)
+	workers := workerNames(ctx, t, cs)
+	if len(workers) < 2 {
+		t.Fatalf("need 2 workers, cluster has %v", workers)
+	}
+	a := &attestedNodes{tenant: envconf.RandomName("xg-attested", 16), workers: workers[:2]}
+	ctx = context.WithValue(ctx, attestedKey{}, a)
+	createTenant(ctx, t, cs, dyn, a.tenant, map[string]any{
+		"confinement": "Pool",
+		"evidence":    map[string]any{"acceptedSources": []any{"attested"}, "maxAge": "1m"},
+		"confidentialComputing": map[string]any{
+			"teeTypes":            []any{"SEV-SNP"},
+			"allowedMeasurements": []any{allowedMeasurement},
+			"requireAttestation":  true,
+			"maxAttestationAge":   maxAttestationAge.String(),
+		},
+	})
+	for _, w := range a.workers {
+		setPool(ctx, t, cs, w, a.tenant)
+		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: ptrTo("on")})
+	}
+	helmInstallAttestation(ctx, t, cfg, a, "lab")
+	return ctx
+}
+
+// helmInstallAttestation installs or upgrades the chart with the
+// attestation controller in profile.
+func helmInstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config, a *attestedNodes, profile string) {
+	t.Helper()
+	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
+		"upgrade", "--install", releaseName, filepath.Join(suite.RepoRoot, "charts/xila-guard"),
+		"-n", platformNS, "--create-namespace", "--wait", "--timeout", "3m",
+		"-f", filepath.Join(suite.RepoRoot, "e2e/testdata/attest-values.yaml"),
+		"--set", "image.tag="+suite.ImageTag, "--set", "confidential.profile="+profile,
+		"--set", "confidential.attester.lab.measurement="+allowedMeasurement,
+		"--set", "confidential.referenceValues.measurements[0].tee=SEV-SNP",
+		"--set", "confidential.referenceValues.measurements[0].measurement="+allowedMeasurement,
+		"--set", "confidential.attester.lab.nodeMeasurements."+a.workers[tamperedWorker]+"="+tamperedMeasurement)
+}
+
+// uninstallAttestation gives the workers back and removes what the test
+// made, the chart and the lab chain included.
+func uninstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	a, _ := ctx.Value(attestedKey{}).(*attestedNodes)
+	if a == nil {
+		return ctx
+	}
+	cs := clientset(t, cfg)
+	dyn := dynamicClientFor(t, cfg)
+	zero := int64(0)
+	_ = cs.CoreV1().Pods(a.tenant).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
+		"uninstall", releaseName, "-n", platformNS, "--wait")
+	_ = cs.CoreV1().Secrets(platformNS).Delete(ctx, "xila-guard-attest-lab-chain", metav1.DeleteOptions{})
+	for _, w := range a.workers {
+		setPool(ctx, t, cs, w, "")
+		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: nil})
+		_ = dyn.Resource(guardStates).Delete(ctx, w, metav1.DeleteOptions{})
+	}
+	_ = dyn.Resource(guardBindings).Delete(ctx, a.tenant, metav1.DeleteOptions{})
+	_ = dyn.Resource(guardPolicies).Delete(ctx, a.tenant, metav1.DeleteOptions{})
+	if err := cs.CoreV1().Namespaces().Delete(ctx, a.tenant, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting namespace %s: %v", a.tenant, err)
+	}
+	return ctx
+}
+
+// attestedSpec is the part of a NodeSecurityState's spec the attestation
+// test reads.
+type attestedSpec struct {
+	NodeUID     string `json:"nodeUID"`
+	Incarnation string `json:"incarnation"`
+	Source      string `json:"source"`
+	TEE         struct {
+		Type        string          `json:"type"`
+		Measurement string          `json:"measurement"`
+		ChipID      string          `json:"chipID"`
+		SNPTCB      json.RawMessage `json:"snpTCB"`
+		Attestation struct {
+			Verdict     string    `json:"verdict"`
+			VerifiedAt  time.Time `json:"verifiedAt"`
+			Reason      string    `json:"reason"`
+			RootOfTrust string    `json:"rootOfTrust"`
+		} `json:"attestation"`
+	} `json:"tee"`
+}
+
+// waitAttested waits until the node's state is attested evidence that
+// satisfies ok.
+func waitAttested(ctx context.Context, t *testing.T, cfg *envconf.Config, node string, timeout time.Duration, ok func(*attestedSpec) bool) *attestedSpec {
+	t.Helper()
+	dyn := dynamicClientFor(t, cfg)
+	var last *attestedSpec
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		u, err := dyn.Resource(guardStates).Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		data, err := json.Marshal(u.Object["spec"])
+		if err != nil {
+			return false, err
+		}
+		last = &attestedSpec{}
+		if err := json.Unmarshal(data, last); err != nil {
+			return false, err
+		}
+		return last.Source == "attested" && ok(last), nil
+	})
+	if err != nil {
+		t.Fatalf("attested NodeSecurityState %s: %v (last seen %+v)", node, err, last)
+	}
+	return last
+}
+
+// waitNoAttester waits until no attester pod runs on the node.
+func waitNoAttester(ctx context.Context, t *testing.T, cs kubernetes.Interface, node string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(platformNS).List(ctx, metav1.ListOptions{
+			LabelSelector: "app.kubernetes.io/name=xila-guard-attester", FieldSelector: "spec.nodeName=" + node,
+		})
+		return err == nil && len(pods.Items) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the attester of %s did not stop: %v", node, err)
+	}
+}
+
+// waitNodeEvent waits for a Warning Event with reason about the node's
+// NodeSecurityState.
+func waitNodeEvent(ctx context.Context, t *testing.T, cs kubernetes.Interface, node, reason string) {
+	t.Helper()
+	var seen []string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := cs.EventsV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=" + node})
+		if err != nil {
+			return false, nil
+		}
+		seen = seen[:0]
+		for _, e := range list.Items {
+			seen = append(seen, e.Regarding.Kind+"/"+e.Reason)
+			if e.Regarding.Kind == "NodeSecurityState" && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s Event about the state of %s: %v (seen %s)", reason, node, err, strings.Join(seen, ", "))
+	}
+}
