@@ -47,22 +47,9 @@ var (
 	tamperedMeasurement = launchMeasurement("xila-guard e2e confidential workload v1, patched")
 )
 
-// attestedNodes is what the attestation test set up, kept in the context.
-type attestedNodes struct {
-	tenant  string
-	workers []string
-}
-
 type attestedKey struct{}
 
-func attestedFrom(ctx context.Context, t *testing.T) *attestedNodes {
-	t.Helper()
-	a, ok := ctx.Value(attestedKey{}).(*attestedNodes)
-	if !ok {
-		t.Fatal("no attestation set-up in the context: its Setup failed")
-	}
-	return a
-}
+func attestedFrom(ctx context.Context, t *testing.T) *tenantPool { return poolFrom(ctx, t, attestedKey{}) }
 
 // TestAttestation installs the attestation controller and lab attesters
 // with the controlled scheduler (production profile: attested evidence is
@@ -84,14 +71,16 @@ func TestAttestation(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, verdict, reason := allowedMeasurement, "Passed", ""
+				// A Failed verdict names no root of trust: only evidence that
+				// passes says which root it chains to.
+				want, verdict, reason, root := allowedMeasurement, "Passed", "", "lab"
 				if i == tamperedWorker {
-					want, verdict, reason = tamperedMeasurement, "Failed", "MEASUREMENT_NOT_ALLOWED"
+					want, verdict, reason, root = tamperedMeasurement, "Failed", "MEASUREMENT_NOT_ALLOWED", ""
 				}
 				s := waitAttested(ctx, t, cfg, w, time.Minute, func(s *attestedSpec) bool { return s.TEE.Attestation.Verdict == verdict })
 				if s.NodeUID != string(node.UID) || s.Incarnation == "" || s.TEE.Type != "SEV-SNP" || s.TEE.Measurement != want ||
-					s.TEE.ChipID == "" || s.TEE.SNPTCB == nil || s.TEE.Attestation.Reason != reason || s.TEE.Attestation.RootOfTrust != "lab" {
-					t.Errorf("state of %s: %+v; want SEV-SNP %s, verdict %s %s, the lab root, UID %s", w, s, want, verdict, reason, node.UID)
+					s.TEE.ChipID == "" || s.TEE.SNPTCB == nil || s.TEE.Attestation.Reason != reason || s.TEE.Attestation.RootOfTrust != root {
+					t.Errorf("state of %s: %+v; want SEV-SNP %s, verdict %s %s, root of trust %q, UID %s", w, s, want, verdict, reason, root, node.UID)
 				}
 			}
 			waitNodeEvent(ctx, t, cs, a.workers[tamperedWorker], "MEASUREMENT_NOT_ALLOWED")
@@ -167,7 +156,7 @@ func installAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 	if len(workers) < 2 {
 		t.Fatalf("need 2 workers, cluster has %v", workers)
 	}
-	a := &attestedNodes{tenant: envconf.RandomName("xg-attested", 16), workers: workers[:2]}
+	a := &tenantPool{tenant: envconf.RandomName("xg-attested", 16), workers: workers[:2]}
 	ctx = context.WithValue(ctx, attestedKey{}, a)
 	createTenant(ctx, t, cs, dyn, a.tenant, map[string]any{
 		"confinement": "Pool",
@@ -189,7 +178,7 @@ func installAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 
 // helmInstallAttestation installs or upgrades the chart with the
 // attestation controller in profile.
-func helmInstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config, a *attestedNodes, profile string) {
+func helmInstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config, a *tenantPool, profile string) {
 	t.Helper()
 	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
 		"upgrade", "--install", releaseName, filepath.Join(suite.RepoRoot, "charts/xila-guard"),
@@ -205,7 +194,7 @@ func helmInstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Conf
 // uninstallAttestation gives the workers back and removes what the test
 // made, the chart and the lab chain included.
 func uninstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-	a, _ := ctx.Value(attestedKey{}).(*attestedNodes)
+	a, _ := ctx.Value(attestedKey{}).(*tenantPool)
 	if a == nil {
 		return ctx
 	}

@@ -125,3 +125,20 @@ func describeStatus(p *corev1.Pod) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// tenantPool is what a feature's Setup made: a tenant and the workers it
+// made the tenant's pool.
+type tenantPool struct {
+	tenant  string
+	workers []string
+}
+
+// poolFrom returns the tenantPool a feature's Setup stored under key.
+func poolFrom(ctx context.Context, t *testing.T, key any) *tenantPool {
+	t.Helper()
+	p, ok := ctx.Value(key).(*tenantPool)
+	if !ok {
+		t.Fatalf("no %T set-up in the context: the feature's Setup failed", key)
+	}
+	return p
+}

@@ -49,22 +49,9 @@ func nfdLabels(sharing string) map[string]string {
 	}
 }
 
-// observed is what the observe test set up, kept in the context.
-type observed struct {
-	tenant  string
-	workers []string
-}
-
 type observedKey struct{}
 
-func observedFrom(ctx context.Context, t *testing.T) *observed {
-	t.Helper()
-	o, ok := ctx.Value(observedKey{}).(*observed)
-	if !ok {
-		t.Fatal("no observe set-up in the context: its Setup failed")
-	}
-	return o
-}
+func observedFrom(ctx context.Context, t *testing.T) *tenantPool { return poolFrom(ctx, t, observedKey{}) }
 
 // TestObserve installs the observe controller alone with the chart (no
 // controlled scheduler, no webhook: pods land where an external scheduler
@@ -258,7 +245,7 @@ func installObserve(ctx context.Context, t *testing.T, cfg *envconf.Config) cont
 	if len(workers) < 2 {
 		t.Fatalf("need 2 workers, cluster has %v", workers)
 	}
-	o := &observed{tenant: envconf.RandomName("xg-observed", 16), workers: workers[:2]}
+	o := &tenantPool{tenant: envconf.RandomName("xg-observed", 16), workers: workers[:2]}
 	ctx = context.WithValue(ctx, observedKey{}, o)
 	createPoolTenant(ctx, t, cs, dyn, o.tenant, "nfd")
 	for i, w := range o.workers {
@@ -279,7 +266,7 @@ func installObserve(ctx context.Context, t *testing.T, cfg *envconf.Config) cont
 // pool while the controller still runs (so that it removes their taints
 // and evidence), and uninstalls the chart, waiting for its pods to go.
 func uninstallObserve(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-	o, _ := ctx.Value(observedKey{}).(*observed)
+	o, _ := ctx.Value(observedKey{}).(*tenantPool)
 	if o == nil {
 		return ctx
 	}
