@@ -4,9 +4,11 @@ go 1.26
 
 require (
 	github.com/go-logr/logr v1.4.3
+	github.com/google/go-sev-guest v0.15.0
 	github.com/prometheus/client_model v0.6.2
 	github.com/prometheus/common v0.66.1
 	github.com/xila-guard/xila-guard/components/api v0.0.0
+	github.com/xila-guard/xila-guard/components/attest v0.0.0
 	github.com/xila-guard/xila-guard/components/core v0.0.0
 	github.com/xila-guard/xila-guard/components/observe v0.0.0
 	github.com/xila-guard/xila-guard/components/scheduler v0.0.0
@@ -52,6 +54,9 @@ require (
 	github.com/google/cel-go v0.26.0 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/google/go-configfs-tsm v0.2.2 // indirect
+	github.com/google/go-tdx-guest v0.3.1 // indirect
+	github.com/google/logger v1.1.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-prometheus v1.2.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.26.3 // indirect
@@ -126,6 +131,7 @@ require (
 
 replace (
 	github.com/xila-guard/xila-guard/components/api => ../components/api
+	github.com/xila-guard/xila-guard/components/attest => ../components/attest
 	github.com/xila-guard/xila-guard/components/core => ../components/core
 	github.com/xila-guard/xila-guard/components/observe => ../components/observe
 	github.com/xila-guard/xila-guard/components/scheduler => ../components/scheduler

@@ -49,7 +49,9 @@ var (
 
 type attestedKey struct{}
 
-func attestedFrom(ctx context.Context, t *testing.T) *tenantPool { return poolFrom(ctx, t, attestedKey{}) }
+func attestedFrom(ctx context.Context, t *testing.T) *tenantPool {
+	return poolFrom(ctx, t, attestedKey{})
+}
 
 // TestAttestation installs the attestation controller and lab attesters
 // with the controlled scheduler (production profile: attested evidence is

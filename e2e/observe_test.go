@@ -51,7 +51,9 @@ func nfdLabels(sharing string) map[string]string {
 
 type observedKey struct{}
 
-func observedFrom(ctx context.Context, t *testing.T) *tenantPool { return poolFrom(ctx, t, observedKey{}) }
+func observedFrom(ctx context.Context, t *testing.T) *tenantPool {
+	return poolFrom(ctx, t, observedKey{})
+}
 
 // TestObserve installs the observe controller alone with the chart (no
 // controlled scheduler, no webhook: pods land where an external scheduler
