@@ -404,6 +404,12 @@ func (e *trustEnv) attempts() []attempt {
 			_, err = dyn.Resource(lab.States).Patch(ctx, e.compliant, types.MergePatchType, []byte(`{"spec":{"complete":true}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}, nil},
+		// Attested evidence comes from the attestation controller alone,
+		// whoever else holds write access to NodeSecurityStates.
+		{"administrator vouches for a node's evidence as attested", "ATTESTED_EVIDENCE_NOT_ALLOWED", func(ctx context.Context) error {
+			_, err := e.l.Dyn.Resource(lab.States).Patch(ctx, e.compliant, types.MergePatchType, []byte(`{"spec":{"source":"attested"}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}, nil},
 		{"node heartbeat of a pool node (control)", "", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.compliant, true, labels("example.com/heartbeat", "1"))
 		}, nil},

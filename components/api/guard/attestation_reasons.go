@@ -4,7 +4,9 @@ package guard
 // refuses a node's evidence. The verifier also gives two evaluator codes
 // with the meaning they have there: MEASUREMENT_NOT_ALLOWED, for a launch
 // measurement that no reference value allows, and ATTESTATION_STALE, for
-// evidence that answers a challenge older than the verifier accepts. Like
+// evidence that answers a challenge older than the verifier accepts; and
+// the evaluator gives two of these, TCB_OUT_OF_DATE and
+// MEASUREMENT_EXPIRED, against a policy's reference values. Like
 // the others, these codes never change meaning.
 const (
 	// ReasonQuoteInvalid: the report or quote cannot be relied on at all:

@@ -11,7 +11,7 @@ import (
 
 func TestAttestationReasons(t *testing.T) {
 	upperSnake := regexp.MustCompile(`^[A-Z]+(_[A-Z]+)*$`)
-	shared := []Reason{ReasonMeasurementNotAllowed, ReasonAttestationStale}
+	shared := []Reason{ReasonMeasurementNotAllowed, ReasonMeasurementExpired, ReasonTCBOutOfDate, ReasonAttestationStale}
 	for i, r := range AttestationReasons {
 		if !upperSnake.MatchString(string(r)) {
 			t.Errorf("%q is not UPPER_SNAKE", r)

@@ -84,6 +84,9 @@ const (
 )
 
 // Reasons lists every reason code in the order the evaluator reports them.
+// MEASUREMENT_EXPIRED and TCB_OUT_OF_DATE are the attestation verifier's
+// codes too (attestation_reasons.go), with the same meaning against a
+// policy's reference values.
 var Reasons = []Reason{
 	ReasonTenantUnresolved, ReasonNoPolicy,
 	ReasonTenantMismatch, ReasonOutsidePool, ReasonUnguardedNode,
@@ -91,7 +94,7 @@ var Reasons = []Reason{
 	ReasonEvidenceStale, ReasonClockSkew, ReasonEvidenceIncomplete, ReasonMixedPool,
 	ReasonExclusiveForbidden, ReasonMIGForbidden, ReasonMPSForbidden, ReasonTimeSlicingForbidden,
 	ReasonCCModeMismatch, ReasonTEEMissing, ReasonTEETypeNotAllowed, ReasonMeasurementNotAllowed,
-	ReasonAttestationMissing, ReasonAttestationFailed, ReasonAttestationStale,
+	ReasonMeasurementExpired, ReasonTCBOutOfDate, ReasonAttestationMissing, ReasonAttestationFailed, ReasonAttestationStale,
 	ReasonSimulatedEvidence,
 }
 

@@ -140,6 +140,32 @@ type ConfidentialComputingPolicy struct {
 	// +optional
 	AllowedMeasurements []Measurement `json:"allowedMeasurements,omitempty"`
 
+	// referenceValues, when set, lists the only launch measurements
+	// accepted, each with the host data it must come with and the last
+	// instant it is accepted, if any. A node whose measurement and host data
+	// match no reference is MEASUREMENT_NOT_ALLOWED; one that matches only
+	// references past their notAfter is MEASUREMENT_EXPIRED. With
+	// allowedMeasurements too, both must accept the node.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	ReferenceValues []MeasurementReference `json:"referenceValues,omitempty"`
+
+	// minSNPTCB, when set, is the lowest SEV-SNP platform TCB accepted:
+	// every level of the node's reported TCB must be at least this one's
+	// (TCB_OUT_OF_DATE otherwise). Nodes in another TEE are not judged by it.
+	// +optional
+	MinSNPTCB *SNPTCB `json:"minSNPTCB,omitempty"`
+
+	// minTDXTCBSVN, when set, is the lowest TDX TEE_TCB_SVN accepted, in
+	// lowercase hex (16 bytes): every one of the node's 16 components must
+	// be at least this one's (TCB_OUT_OF_DATE otherwise). Nodes in another
+	// TEE are not judged by it.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{32}$`
+	// +optional
+	MinTDXTCBSVN string `json:"minTDXTCBSVN,omitempty"`
+
 	// requireAttestation requires a Passed attestation verdict no older than
 	// maxAttestationAge. A missing or stale verdict is indeterminate
 	// (ATTESTATION_MISSING, ATTESTATION_STALE); a Failed one denies
@@ -154,6 +180,26 @@ type ConfidentialComputingPolicy struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|ms|s|m|h)){1,4}$') || duration(self) >= duration('1s')",message="must be at least 1s"
 	// +optional
 	MaxAttestationAge *metav1.Duration `json:"maxAttestationAge,omitempty"`
+}
+
+// MeasurementReference is one launch measurement a policy accepts.
+type MeasurementReference struct {
+	// measurement is the SEV-SNP MEASUREMENT or TDX MRTD accepted,
+	// sha256:<64 hex> or sha384:<96 hex> in lowercase.
+	// +required
+	Measurement Measurement `json:"measurement"`
+
+	// hostData, when set, must equal the node's host data, in lowercase
+	// hex: SEV-SNP HOST_DATA (64 digits) or TDX MRCONFIGID (96 digits).
+	// +kubebuilder:validation:MaxLength=96
+	// +kubebuilder:validation:Pattern=`^([0-9a-f]{64}|[0-9a-f]{96})$`
+	// +optional
+	HostData string `json:"hostData,omitempty"`
+
+	// notAfter, when set, is the last instant the reference accepts the
+	// measurement, e.g. the end of a release's support.
+	// +optional
+	NotAfter *metav1.Time `json:"notAfter,omitempty"`
 }
 
 // PlacementPolicyStatus is what the platform observed about a policy.

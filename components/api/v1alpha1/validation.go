@@ -100,6 +100,27 @@ func validateConfidentialComputing(cc *ConfidentialComputingPolicy, path *field.
 			errs = append(errs, field.Duplicate(measurements.Index(i), m))
 		}
 	}
+	refs := path.Child("referenceValues")
+	if len(cc.ReferenceValues) > 256 {
+		errs = append(errs, field.TooMany(refs, len(cc.ReferenceValues), 256))
+	}
+	for i, r := range cc.ReferenceValues {
+		errs = append(errs, ValidateMeasurement(r.Measurement, refs.Index(i).Child("measurement"))...)
+		if r.HostData != "" && !isLowerHex(r.HostData, 64, 96) {
+			errs = append(errs, field.Invalid(refs.Index(i).Child("hostData"), r.HostData, "must be 64 or 96 lowercase hex digits"))
+		}
+		if slices.IndexFunc(cc.ReferenceValues[:i], func(o MeasurementReference) bool {
+			return o.Measurement == r.Measurement && o.HostData == r.HostData
+		}) >= 0 {
+			errs = append(errs, field.Duplicate(refs.Index(i), string(r.Measurement)+" "+r.HostData))
+		}
+	}
+	if cc.MinTDXTCBSVN != "" && !isLowerHex(cc.MinTDXTCBSVN, 32) {
+		errs = append(errs, field.Invalid(path.Child("minTDXTCBSVN"), cc.MinTDXTCBSVN, "must be 32 lowercase hex digits"))
+	}
+	if cc.MinSNPTCB != nil {
+		errs = append(errs, validateSNPTCB(cc.MinSNPTCB, path.Child("minSNPTCB"))...)
+	}
 	if cc.MaxAttestationAge != nil && !cc.RequireAttestation {
 		errs = append(errs, field.Invalid(path.Child("maxAttestationAge"), cc.MaxAttestationAge.Duration.String(),
 			"maxAttestationAge needs requireAttestation: true"))

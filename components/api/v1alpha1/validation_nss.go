@@ -99,12 +99,7 @@ func validateTEEFacts(t *TEEFacts, spec *field.Path) field.ErrorList {
 		if t.Type != TEESEVSNP {
 			errs = append(errs, field.Forbidden(path.Child("snpTCB"), "snpTCB is only for SEV-SNP"))
 		}
-		for i, v := range []int32{tcb.BootLoader, tcb.TEE, tcb.SNP, tcb.Microcode} {
-			if v < 0 || v > 255 {
-				name := [...]string{"bootLoader", "tee", "snp", "microcode"}[i]
-				errs = append(errs, field.Invalid(path.Child("snpTCB", name), v, "must be 0 to 255"))
-			}
-		}
+		errs = append(errs, validateSNPTCB(tcb, path.Child("snpTCB"))...)
 	}
 	if t.TDXTCBSVN != "" {
 		if !isLowerHex(t.TDXTCBSVN, 32) {
@@ -153,6 +148,18 @@ func validateAttestation(a *Attestation, path *field.Path) field.ErrorList {
 	}
 	if a.RootOfTrust != "" && !slices.Contains(RootsOfTrust, a.RootOfTrust) {
 		errs = append(errs, field.NotSupported(path.Child("rootOfTrust"), a.RootOfTrust, RootsOfTrust))
+	}
+	return errs
+}
+
+// validateSNPTCB checks that every level of an SEV-SNP TCB is 0 to 255.
+func validateSNPTCB(tcb *SNPTCB, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, v := range []int32{tcb.BootLoader, tcb.TEE, tcb.SNP, tcb.Microcode} {
+		if v < 0 || v > 255 {
+			name := [...]string{"bootLoader", "tee", "snp", "microcode"}[i]
+			errs = append(errs, field.Invalid(path.Child(name), v, "must be 0 to 255"))
+		}
 	}
 	return errs
 }

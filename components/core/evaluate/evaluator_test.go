@@ -185,7 +185,7 @@ func TestSeverity(t *testing.T) {
 		guard.ReasonTenantMismatch, guard.ReasonOutsidePool, guard.ReasonExclusiveForbidden,
 		guard.ReasonMIGForbidden, guard.ReasonMPSForbidden, guard.ReasonTimeSlicingForbidden,
 		guard.ReasonCCModeMismatch, guard.ReasonTEEMissing, guard.ReasonTEETypeNotAllowed,
-		guard.ReasonMeasurementNotAllowed, guard.ReasonAttestationFailed,
+		guard.ReasonMeasurementNotAllowed, guard.ReasonMeasurementExpired, guard.ReasonTCBOutOfDate, guard.ReasonAttestationFailed,
 	}
 	for _, r := range append(guard.Reasons, "SOMETHING_NEW") {
 		want := guard.DecisionIndeterminate

@@ -94,8 +94,19 @@ func (in *input) missingFacts(s *v1alpha1.NodeSecurityStateSpec) []string {
 		if !contains(v1alpha1.TEETypes, t.Type) {
 			missing = append(missing, "tee.type")
 		}
-		if len(in.cc.AllowedMeasurements) > 0 && t.Measurement == "" {
+		if in.refused(t) {
+			// Evidence that failed verification has no facts to lack: the
+			// failure itself decides (ATTESTATION_FAILED).
+			return missing
+		}
+		if (len(in.cc.AllowedMeasurements) > 0 || len(in.cc.ReferenceValues) > 0) && t.Measurement == "" {
 			missing = append(missing, "tee.measurement")
+		}
+		if in.cc.MinSNPTCB != nil && t.Type == v1alpha1.TEESEVSNP && t.SNPTCB == nil {
+			missing = append(missing, "tee.snpTCB")
+		}
+		if in.cc.MinTDXTCBSVN != "" && t.Type == v1alpha1.TEETDX && t.TDXTCBSVN == "" {
+			missing = append(missing, "tee.tdxTCBSVN")
 		}
 	}
 	return missing

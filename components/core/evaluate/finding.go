@@ -20,7 +20,8 @@ func severity(r guard.Reason) guard.Decision {
 	case guard.ReasonTenantMismatch, guard.ReasonOutsidePool,
 		guard.ReasonExclusiveForbidden, guard.ReasonMIGForbidden, guard.ReasonMPSForbidden,
 		guard.ReasonTimeSlicingForbidden, guard.ReasonCCModeMismatch, guard.ReasonTEEMissing,
-		guard.ReasonTEETypeNotAllowed, guard.ReasonMeasurementNotAllowed, guard.ReasonAttestationFailed:
+		guard.ReasonTEETypeNotAllowed, guard.ReasonMeasurementNotAllowed, guard.ReasonMeasurementExpired,
+		guard.ReasonTCBOutOfDate, guard.ReasonAttestationFailed:
 		return guard.DecisionDeny
 	case guard.ReasonUnguardedNode, guard.ReasonSimulatedEvidence:
 		return guard.DecisionAllow

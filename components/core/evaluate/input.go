@@ -60,7 +60,8 @@ func newInput(req *wire.EvaluateRequest, profile guard.Profile, now time.Time, s
 	}
 	if cc := spec.ConfidentialComputing; cc != nil {
 		in.cc = cc
-		in.needsTEE = len(cc.TEETypes) > 0 || len(cc.AllowedMeasurements) > 0 || cc.RequireAttestation
+		in.needsTEE = len(cc.TEETypes) > 0 || len(cc.AllowedMeasurements) > 0 || len(cc.ReferenceValues) > 0 ||
+			cc.MinSNPTCB != nil || cc.MinTDXTCBSVN != "" || cc.RequireAttestation
 		in.maxAttestAge = v1alpha1.DefaultMaxAttestationAge
 		if cc.MaxAttestationAge != nil {
 			in.maxAttestAge = cc.MaxAttestationAge.Duration

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
@@ -68,6 +70,8 @@ func TestSharingRules(t *testing.T) { runRuleCases(t, sharingRulesCases()) }
 
 func TestConfidentialComputingRules(t *testing.T) { runRuleCases(t, confidentialComputingRulesCases()) }
 
+func TestReferenceRules(t *testing.T) { runRuleCases(t, referenceRuleCases()) }
+
 func TestContentRulesCombine(t *testing.T) { runRuleCases(t, contentRulesCombineCases()) }
 
 func TestGPUCountRules(t *testing.T) { runRuleCases(t, gpuCountRulesCases()) }
@@ -75,7 +79,7 @@ func TestGPUCountRules(t *testing.T) { runRuleCases(t, gpuCountRulesCases()) }
 // allRuleCases lists every rule case, for the tests that look across them.
 func allRuleCases() [][]ruleCase {
 	return [][]ruleCase{requestRulesCases(), placementRulesCases(), admissibilityRulesCases(), gpuCountRulesCases(),
-		consistencyRulesCases(), sharingRulesCases(), confidentialComputingRulesCases(), contentRulesCombineCases()}
+		consistencyRulesCases(), sharingRulesCases(), confidentialComputingRulesCases(), referenceRuleCases(), contentRulesCombineCases()}
 }
 
 // evaluate runs the case's request through an evaluator of its profile.
@@ -623,6 +627,103 @@ func confidentialComputingRulesCases() []ruleCase {
 			withPolicy(func(p *v1alpha1.PlacementPolicySpec) {
 				p.ConfidentialComputing.RequireAttestation, p.ConfidentialComputing.MaxAttestationAge = false, nil
 			})),
+		want: allow(),
+	}, {
+		name: "evidence the verifier refused: the failure decides, not the facts it lacks",
+		req: withState(func(s *v1alpha1.NodeSecurityStateSpec) {
+			s.TEE.Measurement = ""
+			s.TEE.Attestation.Verdict, s.TEE.Attestation.Reason = v1alpha1.AttestationFailed, guard.ReasonTestRootOfTrust
+		}),
+		want:        deny(guard.ReasonAttestationFailed),
+		wantMessage: "failed at 2026-03-01T11:55:00Z: TEST_ROOT_OF_TRUST",
+	}, {
+		name: "a measurement missing is incomplete when the attestation did not fail",
+		req:  withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE.Measurement = "" }),
+		want: indeterminate(guard.ReasonEvidenceIncomplete),
+	}}
+}
+
+// referenceValues makes policy strict with reference values instead of
+// allowed measurements.
+func referenceValues(refs ...v1alpha1.MeasurementReference) func(*v1alpha1.PlacementPolicySpec) {
+	return func(p *v1alpha1.PlacementPolicySpec) {
+		p.ConfidentialComputing.AllowedMeasurements, p.ConfidentialComputing.ReferenceValues = nil, refs
+	}
+}
+
+func referenceRuleCases() []ruleCase {
+	hostData := strings.Repeat("4", 64)
+	until := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+	snp := func(bl, tee, fw, mc int32) *v1alpha1.SNPTCB {
+		return &v1alpha1.SNPTCB{BootLoader: bl, TEE: tee, SNP: fw, Microcode: mc}
+	}
+	return []ruleCase{{
+		name: "reference value matched",
+		req:  withPolicy(referenceValues(v1alpha1.MeasurementReference{Measurement: measurementA})),
+		want: allow(),
+	}, {
+		name: "reference value with its host data",
+		req: both(withPolicy(referenceValues(v1alpha1.MeasurementReference{Measurement: measurementA, HostData: hostData})),
+			withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE.HostData = hostData })),
+		want: allow(),
+	}, {
+		name:        "reference value with other host data",
+		req:         withPolicy(referenceValues(v1alpha1.MeasurementReference{Measurement: measurementA, HostData: hostData})),
+		want:        deny(guard.ReasonMeasurementNotAllowed),
+		wantMessage: "matches none of the 1 reference value(s) of policy strict",
+	}, {
+		name:        "reference value past its notAfter",
+		req:         withPolicy(referenceValues(v1alpha1.MeasurementReference{Measurement: measurementA, NotAfter: until(-time.Minute)})),
+		want:        deny(guard.ReasonMeasurementExpired),
+		wantMessage: "only until 2026-03-01T11:59:00Z",
+	}, {
+		name: "an expired reference and a current one for the same measurement",
+		req: withPolicy(referenceValues(v1alpha1.MeasurementReference{Measurement: measurementA, NotAfter: until(-time.Minute)},
+			v1alpha1.MeasurementReference{Measurement: measurementA, NotAfter: until(time.Hour)})),
+		want: allow(),
+	}, {
+		name: "reference values and allowed measurements must both accept",
+		req: both(withPolicy(func(p *v1alpha1.PlacementPolicySpec) {
+			p.ConfidentialComputing.ReferenceValues = []v1alpha1.MeasurementReference{{Measurement: measurementB}}
+		}), withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE.Measurement = measurementB })),
+		want: deny(guard.ReasonMeasurementNotAllowed),
+	}, {
+		name: "SEV-SNP TCB at the minimum",
+		req: both(withPolicy(func(p *v1alpha1.PlacementPolicySpec) { p.ConfidentialComputing.MinSNPTCB = snp(3, 0, 8, 115) }),
+			withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE.SNPTCB = snp(3, 0, 8, 115) })),
+		want: allow(),
+	}, {
+		name: "SEV-SNP microcode below the minimum",
+		req: both(withPolicy(func(p *v1alpha1.PlacementPolicySpec) { p.ConfidentialComputing.MinSNPTCB = snp(3, 0, 8, 115) }),
+			withState(func(s *v1alpha1.NodeSecurityStateSpec) { s.TEE.SNPTCB = snp(9, 9, 9, 114) })),
+		want:        deny(guard.ReasonTCBOutOfDate),
+		wantMessage: "microcode 114} is below the minimum",
+	}, {
+		name: "SEV-SNP evidence without its TCB is incomplete",
+		req:  withPolicy(func(p *v1alpha1.PlacementPolicySpec) { p.ConfidentialComputing.MinSNPTCB = snp(3, 0, 8, 115) }),
+		want: indeterminate(guard.ReasonEvidenceIncomplete),
+	}, {
+		name: "a TDX minimum does not judge an SEV-SNP node",
+		req: withPolicy(func(p *v1alpha1.PlacementPolicySpec) {
+			p.ConfidentialComputing.MinTDXTCBSVN = strings.Repeat("ff", 16)
+		}),
+		want: allow(),
+	}, {
+		name: "TDX TCB one component below the minimum",
+		req: both(withPolicy(func(p *v1alpha1.PlacementPolicySpec) {
+			p.ConfidentialComputing.MinTDXTCBSVN = "0302" + strings.Repeat("00", 14)
+		}), withState(func(s *v1alpha1.NodeSecurityStateSpec) {
+			s.TEE.Type, s.TEE.TDXTCBSVN = v1alpha1.TEETDX, "0401"+strings.Repeat("ff", 14)
+		})),
+		want:        deny(guard.ReasonTCBOutOfDate),
+		wantMessage: "in component 1",
+	}, {
+		name: "TDX TCB above the minimum in every component",
+		req: both(withPolicy(func(p *v1alpha1.PlacementPolicySpec) {
+			p.ConfidentialComputing.MinTDXTCBSVN = "0302" + strings.Repeat("00", 14)
+		}), withState(func(s *v1alpha1.NodeSecurityStateSpec) {
+			s.TEE.Type, s.TEE.TDXTCBSVN = v1alpha1.TEETDX, "0302"+strings.Repeat("01", 14)
+		})),
 		want: allow(),
 	}}
 }
