@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -172,9 +174,38 @@ func (m *model) churnRound(ctx context.Context, e *env, probers map[string]*node
 		}
 	}
 	res.notes = append(res.notes, fmt.Sprintf("%d of %d probes had their verdict from their first probe (time = when probing began, an upper bound)", fromFirst, len(ps)))
+	res.notes = append(res.notes, lateDenials(ps, results))
 	res.rows = append(res.rows, newRow("pod create answered → address in the API (the kubelet's share, not counted above)", toIP, len(vs)-len(toIP)))
 	for _, w := range m.workers {
 		res.stalls += probers[w].stallsBetween(wall0, time.Now())
 	}
 	return res, nil
+}
+
+// lateDenials says how the streams that must be denied began when they
+// were not denied from their first probe: "allow" means the new pod was
+// reached by a peer its policy does not admit, or reached the outside
+// (a leak); an error means the connection failed otherwise, e.g. while a
+// route was missing.
+func lateDenials(ps []*probe, results map[string]settle) string {
+	began := map[string]int{}
+	denied := 0
+	for _, p := range ps {
+		s := results[p.id]
+		if p.want != "deny" || !s.reached {
+			continue
+		}
+		denied++
+		if !s.fromFirst {
+			began[s.first]++
+		}
+	}
+	if len(began) == 0 {
+		return fmt.Sprintf("all %d streams that must be denied were denied from their first attempt: their times are when probing began", denied)
+	}
+	var parts []string
+	for _, v := range slices.Sorted(maps.Keys(began)) {
+		parts = append(parts, fmt.Sprintf("%s ×%d", v, began[v]))
+	}
+	return "streams that must be denied and began otherwise, by first verdict: " + strings.Join(parts, ", ")
 }

@@ -26,7 +26,8 @@ type settle struct {
 	// had the wanted one (a window, for example, where a new pod was
 	// reachable by a peer its policy does not admit).
 	wrong time.Duration
-	last  string
+	// first and last are the stream's first and last verdicts.
+	first, last string
 }
 
 func analyze(h []change, want string, t0 time.Time) settle {
@@ -34,7 +35,7 @@ func analyze(h []change, want string, t0 time.Time) settle {
 	if len(h) == 0 {
 		return s
 	}
-	s.last = h[len(h)-1].v
+	s.first, s.last = h[0].v, h[len(h)-1].v
 	s.reached = s.last == want
 	s.fromFirst = h[0].v == want
 	runs := 0

@@ -30,6 +30,12 @@ const (
 	// ReasonPodSecurityRestricted: a protected pod whose policy asks for the
 	// restricted Pod Security Standard breaks one of its controls.
 	ReasonPodSecurityRestricted Reason = "POD_SECURITY_RESTRICTED"
+	// ReasonImageNotPinned: a container's image is named by tag, not by
+	// digest, under a policy that allows image digests only.
+	ReasonImageNotPinned Reason = "IMAGE_NOT_PINNED"
+	// ReasonImageNotAllowed: a container's image digest is not in the
+	// policy's allowedImageDigests.
+	ReasonImageNotAllowed Reason = "IMAGE_NOT_ALLOWED"
 	// ReasonForeignPool: a protected pod selects, requires or tolerates a
 	// pool other than its tenant's (by label value, by a taint toleration of
 	// another value, or by a wildcard).
@@ -70,7 +76,7 @@ const (
 var AdmissionReasons = []Reason{
 	ReasonSchedulerNotAllowed, ReasonNodeNameSet, ReasonPrivilegedContainer,
 	ReasonHostNetwork, ReasonHostPID, ReasonHostIPC, ReasonHostPathVolume,
-	ReasonPodSecurityBaseline, ReasonPodSecurityRestricted, ReasonForeignPool, ReasonSchedulerProfileMismatch,
+	ReasonPodSecurityBaseline, ReasonPodSecurityRestricted, ReasonImageNotPinned, ReasonImageNotAllowed, ReasonForeignPool, ReasonSchedulerProfileMismatch,
 	ReasonPoolToleration, ReasonPoolSelector, ReasonPoolNodeName, ReasonNodeUnknown,
 	ReasonBindingNotAllowed, ReasonPoolMembershipLocked,
 	ReasonUnexpectedRequest, ReasonLookupFailed,

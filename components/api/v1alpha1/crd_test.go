@@ -72,12 +72,17 @@ func TestCRDsMatchGo(t *testing.T) {
 	if got := at(state, "spec", "tee", "measurement").Pattern; got != MeasurementPattern {
 		t.Errorf("evidence measurement pattern in the CRD %q, in Go %q", got, MeasurementPattern)
 	}
+	cc := at(spec, "confidentialComputing")
 	tee := at(state, "spec", "tee")
 	for name, pair := range map[string][2]string{
-		"host data": {at(tee, "hostData").Pattern, HostDataPattern},
-		"TDX TCB":   {at(tee, "tdxTCBSVN").Pattern, TDXTCBSVNPattern},
-		"chip ID":   {at(tee, "chipID").Pattern, ChipIDPattern},
-		"reason":    {at(tee, "attestation", "reason").Pattern, ReasonPattern},
+		"reference measurement": {at(cc, "referenceValues", "[]", "measurement").Pattern, MeasurementPattern},
+		"reference host data":   {at(cc, "referenceValues", "[]", "hostData").Pattern, HostDataPattern},
+		"minimum TDX TCB":       {at(cc, "minTDXTCBSVN").Pattern, TDXTCBSVNPattern},
+		"image digest":          {at(cc, "allowedImageDigests", "[]").Pattern, ImageDigestPattern},
+		"host data":             {at(tee, "hostData").Pattern, HostDataPattern},
+		"TDX TCB":               {at(tee, "tdxTCBSVN").Pattern, TDXTCBSVNPattern},
+		"chip ID":               {at(tee, "chipID").Pattern, ChipIDPattern},
+		"reason":                {at(tee, "attestation", "reason").Pattern, ReasonPattern},
 	} {
 		if pair[0] != pair[1] {
 			t.Errorf("%s pattern in the CRD %q, in Go %q", name, pair[0], pair[1])

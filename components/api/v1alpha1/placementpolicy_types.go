@@ -166,6 +166,19 @@ type ConfidentialComputingPolicy struct {
 	// +optional
 	MinTDXTCBSVN string `json:"minTDXTCBSVN,omitempty"`
 
+	// allowedImageDigests, when set, lists the only image digests the
+	// tenant's containers may run, each sha256:<64 hex>: every init,
+	// regular and ephemeral container must name its image by digest
+	// (IMAGE_NOT_PINNED otherwise) and the digest must be listed
+	// (IMAGE_NOT_ALLOWED otherwise). The admission webhook judges it at
+	// every pod CREATE and UPDATE, so that what runs in a measured TEE is
+	// what the tenant's platform team approved.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:Pattern=`^sha256:[0-9a-f]{64}$`
+	// +optional
+	AllowedImageDigests []string `json:"allowedImageDigests,omitempty"`
+
 	// requireAttestation requires a Passed attestation verdict no older than
 	// maxAttestationAge. A missing or stale verdict is indeterminate
 	// (ATTESTATION_MISSING, ATTESTATION_STALE); a Failed one denies

@@ -26,6 +26,8 @@ const (
 	TDXTCBSVNPattern = `^[0-9a-f]{32}$`
 	// ChipIDPattern is the form of an SEV-SNP CHIP_ID (64 bytes).
 	ChipIDPattern = `^[0-9a-f]{128}$`
+	// ImageDigestPattern is the form of an image digest a policy allows.
+	ImageDigestPattern = `^sha256:[0-9a-f]{64}$`
 	// ReasonPattern is the form of a reason code.
 	ReasonPattern = `^[A-Z]+(_[A-Z]+)*$`
 )
@@ -115,6 +117,18 @@ func validateConfidentialComputing(cc *ConfidentialComputingPolicy, path *field.
 			errs = append(errs, field.Duplicate(refs.Index(i), string(r.Measurement)+" "+r.HostData))
 		}
 	}
+	digests := path.Child("allowedImageDigests")
+	if len(cc.AllowedImageDigests) > 1024 {
+		errs = append(errs, field.TooMany(digests, len(cc.AllowedImageDigests), 1024))
+	}
+	for i, d := range cc.AllowedImageDigests {
+		if !IsImageDigest(d) {
+			errs = append(errs, field.Invalid(digests.Index(i), d, "must be sha256:<64 lowercase hex>"))
+		}
+		if slices.Index(cc.AllowedImageDigests, d) < i {
+			errs = append(errs, field.Duplicate(digests.Index(i), d))
+		}
+	}
 	if cc.MinTDXTCBSVN != "" && !isLowerHex(cc.MinTDXTCBSVN, 32) {
 		errs = append(errs, field.Invalid(path.Child("minTDXTCBSVN"), cc.MinTDXTCBSVN, "must be 32 lowercase hex digits"))
 	}
@@ -127,6 +141,12 @@ func validateConfidentialComputing(cc *ConfidentialComputingPolicy, path *field.
 	}
 	errs = append(errs, validateDuration(cc.MaxAttestationAge, path.Child("maxAttestationAge"))...)
 	return errs
+}
+
+// IsImageDigest reports whether d matches ImageDigestPattern, checked by
+// hand as IsMeasurement is; a test holds the two equal.
+func IsImageDigest(d string) bool {
+	return len(d) == len("sha256:")+64 && d[:7] == "sha256:" && isLowerHex(d[7:], 64)
 }
 
 // ValidateMeasurement checks the form of one launch measurement.

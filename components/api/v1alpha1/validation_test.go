@@ -82,6 +82,24 @@ func TestValidatePlacementPolicySpec(t *testing.T) {
 			"spec.confidentialComputing.allowedMeasurements[2]: FieldValueInvalid",
 			"spec.confidentialComputing.maxAttestationAge: FieldValueInvalid",
 		}},
+		{name: "reference values, minimum TCBs and image digests", mutate: func(p *PlacementPolicySpec) {
+			cc := p.ConfidentialComputing
+			m := cc.AllowedMeasurements[0]
+			cc.ReferenceValues = []MeasurementReference{{Measurement: m}, {Measurement: m, HostData: strings.Repeat("a", 64)},
+				{Measurement: m}, {Measurement: "md5:00", HostData: "AB"}}
+			cc.MinSNPTCB = &SNPTCB{Microcode: 256}
+			cc.MinTDXTCBSVN = strings.Repeat("0", 31)
+			digest := "sha256:" + strings.Repeat("b", 64)
+			cc.AllowedImageDigests = []string{digest, digest, "sha256:" + strings.Repeat("B", 64)}
+		}, want: []string{
+			"spec.confidentialComputing.referenceValues[2]: FieldValueDuplicate",
+			"spec.confidentialComputing.referenceValues[3].measurement: FieldValueInvalid",
+			"spec.confidentialComputing.referenceValues[3].hostData: FieldValueInvalid",
+			"spec.confidentialComputing.allowedImageDigests[1]: FieldValueDuplicate",
+			"spec.confidentialComputing.allowedImageDigests[2]: FieldValueInvalid",
+			"spec.confidentialComputing.minTDXTCBSVN: FieldValueInvalid",
+			"spec.confidentialComputing.minSNPTCB.microcode: FieldValueInvalid",
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -233,6 +251,22 @@ func TestHexAndReasonChecksMatchPatterns(t *testing.T) {
 				strings.Repeat("f", max(n-1, 0)) + "\n", strings.Repeat("A_", n), strings.Repeat("AB_", n) + "C", "_" + strings.Repeat("A", n)} {
 				if got, want := check(s), re.MatchString(s); got != want {
 					t.Errorf("%s: check(%q) = %v, pattern says %v", pattern, s, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestIsImageDigestMatchesPattern(t *testing.T) {
+	re := regexp.MustCompile(ImageDigestPattern)
+	for _, prefix := range []string{"sha256:", "sha384:", "SHA256:", "sha256", ""} {
+		for _, n := range []int{0, 63, 64, 65} {
+			for _, digit := range []string{"a", "0", "A", "g"} {
+				for _, suffix := range []string{"", "\n"} {
+					s := prefix + strings.Repeat(digit, n) + suffix
+					if got, want := IsImageDigest(s), re.MatchString(s); got != want {
+						t.Errorf("IsImageDigest(%q) = %v, pattern says %v", s, got, want)
+					}
 				}
 			}
 		}

@@ -51,6 +51,11 @@ func (in *ConfidentialComputingPolicy) DeepCopyInto(out *ConfidentialComputingPo
 		*out = new(SNPTCB)
 		**out = **in
 	}
+	if in.AllowedImageDigests != nil {
+		in, out := &in.AllowedImageDigests, &out.AllowedImageDigests
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.MaxAttestationAge != nil {
 		in, out := &in.MaxAttestationAge, &out.MaxAttestationAge
 		*out = new(v1.Duration)

@@ -34,7 +34,8 @@ var authenticated = map[guard.Reason]bool{
 //   - Verified evidence passes with its facts, unless it comes from
 //     another chip than pinned (CHIP_ID_CHANGED).
 //   - Evidence refused only by the reference values (debug policy, TCB,
-//     measurement) fails with its reason and its facts: they are
+//     measurement) fails with its reason, its facts and its root of
+//     trust: they are
 //     authenticated and fresh, and the evaluator judges them too (a
 //     measurement a policy does not allow is MEASUREMENT_NOT_ALLOWED
 //     there as well).
@@ -63,6 +64,7 @@ func judge(ev *attester.Evidence, res *verify.Result, verr error, pinned string)
 			if msg, ok := sameChip(pinned, tee.ChipID); !ok {
 				return chipChanged(ev.TEE, pinned, msg), nil
 			}
+			failed.RootOfTrust = v1alpha1.RootOfTrust(verify.RootOf(verr))
 			tee.Attestation = failed
 			return tee, nil
 		}

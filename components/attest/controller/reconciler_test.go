@@ -189,8 +189,12 @@ func TestReconcileRefusals(t *testing.T) {
 			}
 			tee := nss.Spec.TEE
 			if a := tee.Attestation; a.Verdict != v1alpha1.AttestationFailed || a.Reason != tc.reason ||
-				!strings.HasPrefix(a.Message, string(tc.reason)+": ") || a.RootOfTrust != "" {
+				!strings.HasPrefix(a.Message, string(tc.reason)+": ") {
 				t.Errorf("attestation %+v, want Failed with %s", a, tc.reason)
+			}
+			// Only evidence whose facts are kept names the root it chains to.
+			if wantRoot := map[bool]v1alpha1.RootOfTrust{true: v1alpha1.RootLab}[tc.facts]; tee.Attestation.RootOfTrust != wantRoot {
+				t.Errorf("root of trust %q, want %q", tee.Attestation.RootOfTrust, wantRoot)
 			}
 			if nss.Spec.Source != v1alpha1.SourceAttested || !nss.Spec.Complete || tee.Type != v1alpha1.TEESEVSNP {
 				t.Errorf("spec %+v", nss.Spec)

@@ -42,23 +42,23 @@ func (v *Verifier) verifySNP(req *Request, now time.Time) (*Result, error) {
 	// certificate (TCB, chip ID) and that the committed firmware is not
 	// newer than the current one.
 	if err := validate.SnpAttestation(att, snpBase()); err != nil {
-		return nil, fail(guard.ReasonQuoteInvalid, "the report disagrees with its certificate: %w", err)
+		return nil, rooted(fail(guard.ReasonQuoteInvalid, "the report disagrees with its certificate: %w", err), root)
 	}
 	opts := snpBase()
 	opts.ReportData = req.Nonce[:]
 	if err := validate.SnpAttestation(att, opts); err != nil {
-		return nil, fail(guard.ReasonNonceMismatch, "REPORT_DATA is not the challenge's nonce")
+		return nil, rooted(fail(guard.ReasonNonceMismatch, "REPORT_DATA is not the challenge's nonce"), root)
 	}
 	opts = snpBase()
 	opts.GuestPolicy.Debug = false
 	if err := validate.SnpAttestation(att, opts); err != nil {
-		return nil, fail(guard.ReasonDebugPolicy, "the guest policy %#x allows debugging", report.GetPolicy())
+		return nil, rooted(fail(guard.ReasonDebugPolicy, "the guest policy %#x allows debugging", report.GetPolicy()), root)
 	}
 	opts = snpBase()
 	opts.MinimumTCB = kds.DecomposeTCBVersion(kds.TCBVersion(req.References.MinSNPTCB.Version()))
 	if err := validate.SnpAttestation(att, opts); err != nil {
 		got := evidence.SNPTCBFromVersion(report.GetReportedTcb())
-		return nil, fail(guard.ReasonTCBOutOfDate, "REPORTED_TCB %s is below the minimum %s", got, req.References.MinSNPTCB)
+		return nil, rooted(fail(guard.ReasonTCBOutOfDate, "REPORTED_TCB %s is below the minimum %s", got, req.References.MinSNPTCB), root)
 	}
 	got := measurement(report.GetMeasurement())
 	if err := matchReferences(req.References.Measurements, v1alpha1.TEESEVSNP, got, now, func(ref Reference) bool {
@@ -67,7 +67,7 @@ func (v *Verifier) verifySNP(req *Request, now time.Time) (*Result, error) {
 		opts.HostData = ref.HostData
 		return validate.SnpAttestation(att, opts) == nil
 	}); err != nil {
-		return nil, err
+		return nil, rooted(err, root)
 	}
 
 	res := &Result{

@@ -37,10 +37,10 @@ func (v *Verifier) verifyTDX(req *Request, now time.Time) (*Result, error) {
 	}
 	got, err := checkTDXClaims(quote, req, now)
 	if err != nil {
-		return nil, err
+		return nil, rooted(err, RootIntel)
 	}
 	if err := v.checkTDXCollateral(quote, now); err != nil {
-		return nil, err
+		return nil, rooted(err, RootIntel)
 	}
 	body := quote.GetTdQuoteBody()
 	return &Result{

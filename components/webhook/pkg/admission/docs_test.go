@@ -22,7 +22,7 @@ func TestRulesDocumented(t *testing.T) {
 			t.Errorf("docs/webhook.md does not mention %s", r)
 		}
 	}
-	for _, rule := range []string{RuleScheduler, RuleNodeName, RulePrivileged, RuleHostNamespaces, RuleHostPath, RulePodSecurity, RuleForeignPool, RuleTenant,
+	for _, rule := range []string{RuleScheduler, RuleNodeName, RulePrivileged, RuleHostNamespaces, RuleHostPath, RulePodSecurity, RuleImages, RuleForeignPool, RuleTenant,
 		RuleEvaluator, RulePoolToleration, RulePoolSelector, RulePoolNodeName, RuleBinding, RuleNodePool, RuleRequest, RuleLookup} {
 		if !strings.Contains(doc, "| `"+rule+"` |") {
 			t.Errorf("docs/webhook.md has no row for rule %s", rule)

@@ -26,6 +26,9 @@ const (
 	pool     = "guard.xila.us/tenant-pool"
 	tenantNS = "acme-ml"
 	strictNS = "acme-strict"
+	// pinnedNS's policy allows the images of digests imageDigest only.
+	pinnedNS    = "acme-pinned"
+	imageDigest = "sha256:1b8a7c0f3e6d2a9b4c5f8e1d7a3b6c9f0e2d5a8b1c4f7e0d3a6b9c2f5e8d1a4b"
 	// unlabelledNS is listed by acme's binding but lacks the tenant
 	// label; its pod p is privileged.
 	unlabelledNS = "acme-unlabelled"
@@ -71,6 +74,9 @@ func newFakeCluster() *fakeCluster {
 			unlabelledNS: {Protected: true, Tenant: &wire.Tenant{ID: "acme"}, Policy: &wire.Policy{Name: "acme-policy", Spec: acmePolicy}},
 			strictNS: {Protected: true, Labelled: true, Tenant: &wire.Tenant{ID: "acme"},
 				Policy: &wire.Policy{Name: "acme-strict", Spec: v1alpha1.PlacementPolicySpec{PodSecurity: v1alpha1.PodSecurityRestricted}}},
+			pinnedNS: {Protected: true, Labelled: true, Tenant: &wire.Tenant{ID: "acme"},
+				Policy: &wire.Policy{Name: "acme-pinned", Spec: v1alpha1.PlacementPolicySpec{
+					ConfidentialComputing: &v1alpha1.ConfidentialComputingPolicy{AllowedImageDigests: []string{imageDigest}}}}},
 			"orphaned": {Protected: true, Note: "namespace orphaned has an empty guard.xila.us/tenant label"},
 		},
 		nodes: map[string]*corev1.Node{

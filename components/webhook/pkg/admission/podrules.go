@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
 // mirrorPodAnnotation marks a mirror pod: the API copy of a static pod,
@@ -59,6 +61,7 @@ func (v *Validator) protectedViolations(pod *corev1.Pod, id Identity, create, ow
 		}
 	}
 	out = append(out, v.psa.violations(pod, podSecurityLevel(id.Policy))...)
+	out = append(out, imageViolations(pod, allowedImageDigests(id.Policy))...)
 	if id.Tenant != nil {
 		out = append(out, v.foreignPoolViolations(pod, id.Tenant.PoolName())...)
 	}
@@ -134,32 +137,65 @@ func (v *Validator) foreignPoolViolations(pod *corev1.Pod, pool string) []violat
 	return out
 }
 
+// allowedImageDigests is the policy's image allow-list; nil when it has
+// none, and every image is allowed.
+func allowedImageDigests(p *wire.Policy) []string {
+	if p == nil || p.Spec.ConfidentialComputing == nil {
+		return nil
+	}
+	return p.Spec.ConfidentialComputing.AllowedImageDigests
+}
+
+// imageViolations holds every container to the policy's image allow-list:
+// named by digest (name@sha256:<64 hex>), and the digest listed. A tag
+// next to the digest is allowed, as the container runtime pulls by the
+// digest alone.
+func imageViolations(pod *corev1.Pod, allowed []string) []violation {
+	if len(allowed) == 0 {
+		return nil
+	}
+	var out []violation
+	for _, c := range containers(pod) {
+		at := strings.LastIndexByte(c.image, '@')
+		digest := c.image[at+1:]
+		switch {
+		case at < 0 || !v1alpha1.IsImageDigest(digest):
+			out = append(out, violation{RuleImages, guard.ReasonImageNotPinned, c.path + ".image",
+				fmt.Sprintf("container %q runs image %q, named by tag; the policy allows images by sha256 digest only (name@sha256:<64 hex>)", c.name, c.image)})
+		case !slices.Contains(allowed, digest):
+			out = append(out, violation{RuleImages, guard.ReasonImageNotAllowed, c.path + ".image",
+				fmt.Sprintf("container %q runs image digest %s, which is not among the %d allowedImageDigests of the policy", c.name, digest, len(allowed))})
+		}
+	}
+	return out
+}
+
 // containerInfo is what the rules need from any kind of container.
 type containerInfo struct {
-	name, path string
-	privileged bool
+	name, path, image string
+	privileged        bool
 }
 
 // containers lists init, regular and ephemeral containers alike.
 func containers(pod *corev1.Pod) []containerInfo {
 	var out []containerInfo
-	add := func(list string, i int, name string, sc *corev1.SecurityContext) {
+	add := func(list string, i int, name, image string, sc *corev1.SecurityContext) {
 		out = append(out, containerInfo{
-			name: name, path: fmt.Sprintf("spec.%s[%d]", list, i),
+			name: name, path: fmt.Sprintf("spec.%s[%d]", list, i), image: image,
 			privileged: sc != nil && sc.Privileged != nil && *sc.Privileged,
 		})
 	}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		add("initContainers", i, c.Name, c.SecurityContext)
+		add("initContainers", i, c.Name, c.Image, c.SecurityContext)
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		add("containers", i, c.Name, c.SecurityContext)
+		add("containers", i, c.Name, c.Image, c.SecurityContext)
 	}
 	for i := range pod.Spec.EphemeralContainers {
 		c := &pod.Spec.EphemeralContainers[i]
-		add("ephemeralContainers", i, c.Name, c.SecurityContext)
+		add("ephemeralContainers", i, c.Name, c.Image, c.SecurityContext)
 	}
 	return out
 }

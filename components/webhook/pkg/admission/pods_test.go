@@ -127,6 +127,22 @@ func TestPodRules(t *testing.T) {
 		}).obj(), want: []guard.Reason{guard.ReasonPodSecurityBaseline}},
 		{name: "baseline pod under a restricted policy", pod: makePod(strictNS).obj(),
 			want: []guard.Reason{guard.ReasonPodSecurityRestricted, guard.ReasonPodSecurityRestricted, guard.ReasonPodSecurityRestricted, guard.ReasonPodSecurityRestricted}},
+		{name: "images by allowed digest, with or without a tag", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
+			s.Containers[0].Image = "registry.example/acme/train@" + imageDigest
+			s.InitContainers = []corev1.Container{{Name: "fetch", Image: "registry.example/acme/train:v1@" + imageDigest}}
+		}).obj(), evaluated: true},
+		{name: "image by tag under a digest allow-list", pod: makePod(pinnedNS).obj(), want: []guard.Reason{guard.ReasonImageNotPinned}},
+		{name: "image digest not allowed", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
+			s.Containers[0].Image = "registry.example/acme/train@sha256:" + strings.Repeat("0", 64)
+		}).obj(), want: []guard.Reason{guard.ReasonImageNotAllowed}},
+		{name: "uppercase or short digest is not pinned", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
+			s.Containers[0].Image = "train@" + strings.ToUpper(imageDigest)
+			s.InitContainers = []corev1.Container{{Name: "fetch", Image: "train@sha256:1b8a"}}
+		}).obj(), want: []guard.Reason{guard.ReasonImageNotPinned, guard.ReasonImageNotPinned}},
+		{name: "an ephemeral debug container by tag is refused too", op: admissionv1.Update, sub: "ephemeralcontainers",
+			old: makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train@" + imageDigest }).obj(),
+			pod: makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train@" + imageDigest }).mod(ephemeral(nil)).obj(),
+			want: []guard.Reason{guard.ReasonImageNotPinned}},
 		{name: "restricted pod under a restricted policy", pod: makePod(strictNS).mod(func(s *corev1.PodSpec) {
 			f, t := false, true
 			s.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: &t, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
@@ -139,6 +155,10 @@ func TestPodRules(t *testing.T) {
 			want: []guard.Reason{guard.ReasonPrivilegedContainer}},
 		{name: "protected update adds plain ephemeral container", op: admissionv1.Update, sub: "ephemeralcontainers",
 			old: makePod(tenantNS).nodeName(poolNode).obj(), pod: makePod(tenantNS).nodeName(poolNode).mod(ephemeral(nil)).obj()},
+		{name: "image changed to one not allowed on a running pod", op: admissionv1.Update,
+			old: makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train@" + imageDigest }).obj(),
+			pod: makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train:latest" }).obj(),
+			want: []guard.Reason{guard.ReasonImageNotPinned}},
 		{name: "protected update of a bound pod", op: admissionv1.Update,
 			old: makePod(tenantNS).nodeName(poolNode).obj(), pod: makePod(tenantNS).nodeName(poolNode).annotate("a", "b").obj()},
 		{name: "protected update keeps a pre-existing violation", op: admissionv1.Update,

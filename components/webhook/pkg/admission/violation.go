@@ -16,6 +16,7 @@ const (
 	RuleHostNamespaces = "protected-host-namespaces"
 	RuleHostPath       = "protected-host-path"
 	RulePodSecurity    = "protected-pod-security"
+	RuleImages         = "protected-images"
 	RuleForeignPool    = "protected-foreign-pool"
 	RuleTenant         = "protected-tenant"
 	RuleEvaluator      = "protected-evaluator"
