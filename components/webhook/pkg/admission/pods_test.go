@@ -140,8 +140,8 @@ func TestPodRules(t *testing.T) {
 			s.InitContainers = []corev1.Container{{Name: "fetch", Image: "train@sha256:1b8a"}}
 		}).obj(), want: []guard.Reason{guard.ReasonImageNotPinned, guard.ReasonImageNotPinned}},
 		{name: "an ephemeral debug container by tag is refused too", op: admissionv1.Update, sub: "ephemeralcontainers",
-			old: makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train@" + imageDigest }).obj(),
-			pod: makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train@" + imageDigest }).mod(ephemeral(nil)).obj(),
+			old:  makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train@" + imageDigest }).obj(),
+			pod:  makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train@" + imageDigest }).mod(ephemeral(nil)).obj(),
 			want: []guard.Reason{guard.ReasonImageNotPinned}},
 		{name: "restricted pod under a restricted policy", pod: makePod(strictNS).mod(func(s *corev1.PodSpec) {
 			f, t := false, true
@@ -156,8 +156,8 @@ func TestPodRules(t *testing.T) {
 		{name: "protected update adds plain ephemeral container", op: admissionv1.Update, sub: "ephemeralcontainers",
 			old: makePod(tenantNS).nodeName(poolNode).obj(), pod: makePod(tenantNS).nodeName(poolNode).mod(ephemeral(nil)).obj()},
 		{name: "image changed to one not allowed on a running pod", op: admissionv1.Update,
-			old: makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train@" + imageDigest }).obj(),
-			pod: makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train:latest" }).obj(),
+			old:  makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train@" + imageDigest }).obj(),
+			pod:  makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train:latest" }).obj(),
 			want: []guard.Reason{guard.ReasonImageNotPinned}},
 		{name: "protected update of a bound pod", op: admissionv1.Update,
 			old: makePod(tenantNS).nodeName(poolNode).obj(), pod: makePod(tenantNS).nodeName(poolNode).annotate("a", "b").obj()},
