@@ -59,6 +59,9 @@ func TestControllerFlags(t *testing.T) {
 		{[]string{"--reference-values=r", "--challenge-tls-cert-file=c"}, "go together"},
 		{[]string{"--reference-values=r", "extra"}, "unexpected arguments"},
 		{[]string{"--reference-values=r", "--lab-chain-secret=chain"}, "want namespace/name"},
+		{[]string{"--reference-values=r", "--tdx-collateral=pcs.example"}, "--tdx-collateral"},
+		{[]string{"--reference-values=r", "--tdx-collateral=https://pcs.example/?x=1"}, "--tdx-collateral"},
+		{[]string{"--reference-values=r", "--tdx-collateral=intel", "--tdx-collateral-cache=0s"}, "--tdx-collateral-cache must be positive"},
 		{[]string{"--reference-values=r", "--lab-chain-secret=ns/a/b"}, "want namespace/name"},
 		{[]string{"--reference-values=r", "--lab-chain-secret=ns/chain", "--lab-root-file=f"}, "exclude each other"},
 	} {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -56,6 +57,10 @@ import (
 // LeaderElectionID names the Lease the controller's replicas compete for.
 const LeaderElectionID = "xila-guard-attest.guard.xila.us"
 
+// TDXCollateralIntel is the --tdx-collateral value that fetches collateral
+// from Intel's Provisioning Certification Service itself.
+const TDXCollateralIntel = "intel"
+
 // DefaultAttesterSelector selects the attester pods.
 const DefaultAttesterSelector = "app.kubernetes.io/name=xila-guard-attester"
 
@@ -66,6 +71,8 @@ type ControllerOptions struct {
 	labRootFile        string
 	labChainSecret     types.NamespacedName
 	referenceValues    string
+	tdxCollateral      string
+	tdxCollateralTTL   time.Duration
 	verifierName       string
 	maxChallengeAge    time.Duration
 	attesterNamespace  string
@@ -107,6 +114,8 @@ func ParseControllerFlags(args []string, stderr io.Writer) (*ControllerOptions, 
 		return nil
 	})
 	fs.StringVar(&o.referenceValues, "reference-values", "", "reference values file (YAML or JSON: allowed measurements, minimum TCBs), read again when it changes; required")
+	fs.StringVar(&o.tdxCollateral, "tdx-collateral", "", "where Intel's TDX collateral (TCB info, QE identity, CRLs) comes from: intel for Intel's PCS, or the base URL of a mirror serving the same paths; empty refuses TDX evidence as QUOTE_INVALID, since its TCB cannot be rated; each fetch is bounded by --attester-timeout")
+	fs.DurationVar(&o.tdxCollateralTTL, "tdx-collateral-cache", time.Hour, "how long fetched TDX collateral is reused")
 	fs.StringVar(&o.verifierName, "verifier-name", controller.DefaultVerifierName, "the verifier the verdicts name")
 	fs.DurationVar(&o.maxChallengeAge, "max-challenge-age", verify.DefaultMaxChallengeAge, "oldest a challenge may be when its answer is verified")
 	fs.StringVar(&o.attesterNamespace, "attester-namespace", "xila-guard-system", "namespace of the attester pods")
@@ -155,6 +164,11 @@ func ParseControllerFlags(args []string, stderr io.Writer) (*ControllerOptions, 
 	if o.attesterPort < 1 || o.attesterPort > 65535 {
 		errs = append(errs, fmt.Errorf("--attester-port %d: want 1 to 65535", o.attesterPort))
 	}
+	if c := o.tdxCollateral; c != "" && c != TDXCollateralIntel {
+		if u, err := url.Parse(c); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+			errs = append(errs, fmt.Errorf("--tdx-collateral %q: want %s or an http(s) base URL with no query", c, TDXCollateralIntel))
+		}
+	}
 	if o.labRootFile != "" && o.labChainSecret.Name != "" {
 		errs = append(errs, errors.New("--lab-root-file and --lab-chain-secret exclude each other"))
 	}
@@ -166,7 +180,7 @@ func ParseControllerFlags(args []string, stderr io.Writer) (*ControllerOptions, 
 		d    time.Duration
 	}{
 		{"--max-challenge-age", o.maxChallengeAge}, {"--attester-timeout", o.attesterTimeout}, {"--interval", o.interval},
-		{"--retry-interval", o.retryInterval}, {"--challenge-timeout", o.challengeTimeout},
+		{"--retry-interval", o.retryInterval}, {"--challenge-timeout", o.challengeTimeout}, {"--tdx-collateral-cache", o.tdxCollateralTTL},
 	} {
 		if d.d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.d))
@@ -208,6 +222,13 @@ func RunControllerWithConfig(ctx context.Context, cfg *rest.Config, o *Controlle
 		}
 	}
 	vopts := verify.Options{MaxChallengeAge: o.maxChallengeAge}
+	if o.tdxCollateral != "" {
+		pcs := &verify.PCS{HTTP: &http.Client{Timeout: o.attesterTimeout}, TTL: o.tdxCollateralTTL}
+		if o.tdxCollateral != TDXCollateralIntel {
+			pcs.BaseURL = o.tdxCollateral
+		}
+		vopts.TDXCollateral = pcs
+	}
 	if o.labRootFile != "" {
 		root, err := os.ReadFile(o.labRootFile)
 		if err != nil {
