@@ -31,7 +31,7 @@ TF_CLI_CONFIG := $(CURDIR)/_output/terraform/terraform.rc
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-14s %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
 
-demo: build images kind-up ## Build everything offline, bring up the lab cluster, install the chart and run the five phases.
+demo: build images kind-up ## Build everything offline, bring up the lab cluster, install the chart and run the six phases.
 	go run ./e2e/cmd/demo --kubeconfig $(KIND_KUBECONFIG) --bin $(BIN) --repo-root $(CURDIR) \
 	  --cluster "$${CLUSTER_NAME:-xila-guard}" --image-tag $(XG_VERSION) --agnhost $(AGNHOST_IMAGE)
 

@@ -34,7 +34,7 @@ type Phase struct {
 	Run func(ctx context.Context) (string, error)
 }
 
-// Phases are the five phases of make demo, in order. Each installs what
+// Phases are the six phases of make demo, in order. Each installs what
 // it needs, so they run one after the other on a fresh tenant.
 func (l *Lab) Phases() []Phase {
 	t := l.Tenant
@@ -131,6 +131,7 @@ func (l *Lab) Phases() []Phase {
 				return fmt.Sprintf("tenant can %s; %d other requests DENIED (%s)", strings.Join(allowed, ", "), len(denied), strings.Join(denied, ", ")), nil
 			},
 		},
+		l.attestedPhase(),
 	}
 }
 

@@ -66,14 +66,7 @@ func (c *Cluster) CreateTenant(ctx context.Context, name string) (*Tenant, error
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating the tenant's namespace: %w", err)
 	}
-	if err := c.replace(ctx, Policies, map[string]any{
-		"apiVersion": Group + "/v1alpha1", "kind": "PlacementPolicy", "metadata": map[string]any{"name": name},
-		"spec": map[string]any{
-			"confinement": "Pool",
-			"evidence":    map[string]any{"acceptedSources": []any{"attested"}},
-			"gpuSharing":  map[string]any{"forbiddenModes": []any{"TimeSlicing"}},
-		},
-	}); err != nil {
+	if err := c.setPolicy(ctx, name, poolPolicy()); err != nil {
 		return nil, err
 	}
 	if err := c.replace(ctx, Bindings, map[string]any{
@@ -82,28 +75,57 @@ func (c *Cluster) CreateTenant(ctx context.Context, name string) (*Tenant, error
 	}); err != nil {
 		return nil, err
 	}
-	for i, w := range workers {
+	for _, w := range workers {
+		if _, err := c.setPool(ctx, w, name); err != nil {
+			return nil, err
+		}
+	}
+	return t, t.mockEvidence(ctx)
+}
+
+// poolPolicy is the spec of a tenant's policy: its pool only, attested
+// evidence only (mock under the lab profile), no time-slicing.
+func poolPolicy() map[string]any {
+	return map[string]any{
+		"confinement": "Pool",
+		"evidence":    map[string]any{"acceptedSources": []any{"attested"}},
+		"gpuSharing":  map[string]any{"forbiddenModes": []any{"TimeSlicing"}},
+	}
+}
+
+// setPolicy creates or replaces the PlacementPolicy name.
+func (c *Cluster) setPolicy(ctx context.Context, name string, spec map[string]any) error {
+	return c.replace(ctx, Policies, map[string]any{
+		"apiVersion": Group + "/v1alpha1", "kind": "PlacementPolicy", "metadata": map[string]any{"name": name},
+		"spec": spec,
+	})
+}
+
+// mockEvidence writes the workers' mock evidence: one GPU each, exclusive
+// on worker 1 and time-sliced on worker 2.
+func (t *Tenant) mockEvidence(ctx context.Context) error {
+	for i, w := range t.Workers {
 		sharing := "Exclusive"
 		if i == TimeSlicedWorker {
 			sharing = "TimeSlicing"
 		}
-		node, err := c.setPool(ctx, w, name)
+		node, err := t.c.Kube.CoreV1().Nodes().Get(ctx, w, metav1.GetOptions{})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := c.replace(ctx, States, map[string]any{
+		if err := t.c.replace(ctx, States, map[string]any{
 			"apiVersion": Group + "/v1alpha1", "kind": "NodeSecurityState",
-			"metadata": map[string]any{"name": w, "labels": map[string]any{PoolLabel: name}},
+			"metadata": map[string]any{"name": w, "labels": map[string]any{PoolLabel: t.Name}},
 			"spec": map[string]any{
 				"nodeUID": string(node.UID), "incarnation": "lab-1", "observedAt": time.Now().UTC().Format(time.RFC3339),
 				"source": "mock", "complete": true,
 				"devices": []any{map[string]any{"id": "gpu-0", "vendor": "nvidia", "sharingMode": sharing}},
 			},
 		}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return t, nil
+	return nil
 }
 
 // Delete removes the tenant: first its namespace and pods (the pool label

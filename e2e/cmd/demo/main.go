@@ -1,4 +1,4 @@
-// Command demo shows Xila Guard on the lab cluster in five phases, one line
+// Command demo shows Xila Guard on the lab cluster in six phases, one line
 // each, and exits non-zero when any phase differs from what it should
 // show. make demo builds everything, brings up the cluster and runs it.
 package main
