@@ -59,9 +59,10 @@ func attestedFrom(ctx context.Context, t *testing.T) *tenantPool {
 // end: each worker's state is written from its verified report; a pod
 // whose policy requires the allowed measurement lands only on the worker
 // that states it, and a pod pinned to the worker that states another is
-// refused; a worker whose attester stops grows stale and is refused; and a
-// controller switched to the production profile refuses the lab chain as
-// TEST_ROOT_OF_TRUST.
+// refused; a worker whose attester stops grows stale and is refused; an
+// attester tampered with to state another measurement refuses new pods;
+// and a controller switched to the production profile refuses the lab
+// chain as TEST_ROOT_OF_TRUST.
 func TestAttestation(t *testing.T) {
 	f := features.New("attested evidence: lab TEE, verified reports, attestation-gated placement").
 		Setup(installAttestation).
@@ -130,10 +131,26 @@ func TestAttestation(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("attester tampered with: its node states another measurement and new pods are Pending with MEASUREMENT_NOT_ALLOWED", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			a := attestedFrom(ctx, t)
+			cs := clientset(t, cfg)
+			w := a.workers[attestedWorker]
+			helmInstallAttestation(ctx, t, cfg, "lab", a.workers...)
+			s := waitAttested(ctx, t, cfg, w, 2*time.Minute, func(s *attestedSpec) bool {
+				return s.TEE.Attestation.Reason == "MEASUREMENT_NOT_ALLOWED"
+			})
+			if s.TEE.Measurement != tamperedMeasurement || s.TEE.Attestation.Verdict != "Failed" {
+				t.Errorf("state of %s after tampering: %+v; want Failed with the tampered measurement", w, s)
+			}
+			p := createTenantPod(ctx, t, cs, a.tenant, "after-tamper", nil)
+			waitRefusedWith(ctx, t, cs, p, "MEASUREMENT_NOT_ALLOWED")
+			deletePodNow(ctx, t, cs, p)
+			return ctx
+		}).
 		Assess("production profile: the lab chain is refused as TEST_ROOT_OF_TRUST", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			a := attestedFrom(ctx, t)
 			cs := clientset(t, cfg)
-			helmInstallAttestation(ctx, t, cfg, a, "production")
+			helmInstallAttestation(ctx, t, cfg, "production", a.workers[tamperedWorker])
 			w := a.workers[attestedWorker]
 			waitAttested(ctx, t, cfg, w, 2*time.Minute, func(s *attestedSpec) bool {
 				return s.TEE.Attestation.Verdict == "Failed" && s.TEE.Attestation.Reason == "TEST_ROOT_OF_TRUST"
@@ -174,23 +191,27 @@ func installAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 		setPool(ctx, t, cs, w, a.tenant)
 		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: ptrTo("on")})
 	}
-	helmInstallAttestation(ctx, t, cfg, a, "lab")
+	helmInstallAttestation(ctx, t, cfg, "lab", a.workers[tamperedWorker])
 	return ctx
 }
 
 // helmInstallAttestation installs or upgrades the chart with the
-// attestation controller in profile.
-func helmInstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config, a *tenantPool, profile string) {
+// attestation controller in profile, the attesters of the tampered workers
+// stating tamperedMeasurement and the others allowedMeasurement.
+func helmInstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config, profile string, tampered ...string) {
 	t.Helper()
-	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
+	args := []string{"--kubeconfig", cfg.KubeconfigFile(),
 		"upgrade", "--install", releaseName, filepath.Join(suite.RepoRoot, "charts/xila-guard"),
 		"-n", platformNS, "--create-namespace", "--wait", "--timeout", "3m",
 		"-f", filepath.Join(suite.RepoRoot, "e2e/testdata/attest-values.yaml"),
-		"--set", "image.tag="+suite.ImageTag, "--set", "confidential.profile="+profile,
-		"--set", "confidential.attester.lab.measurement="+allowedMeasurement,
+		"--set", "image.tag=" + suite.ImageTag, "--set", "confidential.profile=" + profile,
+		"--set", "confidential.attester.lab.measurement=" + allowedMeasurement,
 		"--set", "confidential.referenceValues.measurements[0].tee=SEV-SNP",
-		"--set", "confidential.referenceValues.measurements[0].measurement="+allowedMeasurement,
-		"--set", "confidential.attester.lab.nodeMeasurements."+a.workers[tamperedWorker]+"="+tamperedMeasurement)
+		"--set", "confidential.referenceValues.measurements[0].measurement=" + allowedMeasurement}
+	for _, w := range tampered {
+		args = append(args, "--set", "confidential.attester.lab.nodeMeasurements."+w+"="+tamperedMeasurement)
+	}
+	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), args...)
 }
 
 // uninstallAttestation gives the workers back and removes what the test
