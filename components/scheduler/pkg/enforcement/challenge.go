@@ -69,8 +69,8 @@ func (c *httpChallenger) Challenge(ctx context.Context, node string) error {
 // freshAttestationHelps says whether a refusal is one that attesting the
 // node anew may lift: the node's evidence is attested, and every reason is
 // its age or the absence of a verdict.
-func freshAttestationHelps(state *v1alpha1.NodeSecurityState, reasons []guard.Reason) bool {
-	if state == nil || state.Spec.Source != v1alpha1.SourceAttested || len(reasons) == 0 {
+func freshAttestationHelps(state *v1alpha1.NodeSecurityStateSpec, reasons []guard.Reason) bool {
+	if state == nil || state.Source != v1alpha1.SourceAttested || len(reasons) == 0 {
 		return false
 	}
 	for _, r := range reasons {

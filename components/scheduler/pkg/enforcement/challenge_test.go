@@ -134,6 +134,50 @@ func TestPreBindRechallenge(t *testing.T) {
 	}
 }
 
+// TestFilterLeavesStaleAttestationToPreBind: a node whose attested
+// evidence is refused only for its age passes Filter when an attestation
+// controller can attest it anew, so that PreBind re-challenges it rather
+// than the pod waiting for the next periodic attestation; without a
+// controller, or for any other refusal, Filter refuses it.
+func TestFilterLeavesStaleAttestationToPreBind(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		state      func(*v1alpha1.NodeSecurityStateSpec)
+		challenger bool
+		want       want
+	}{
+		{name: "stale, controller configured: passes", state: attestedAt(time.Now().Add(-2 * time.Hour)), challenger: true},
+		{name: "stale, no controller: refused", state: attestedAt(time.Now().Add(-2 * time.Hour)),
+			want: want{fwk.UnschedulableAndUnresolvable, "ATTESTATION_STALE"}},
+		{name: "stale and time-sliced: refused", challenger: true, state: func(s *v1alpha1.NodeSecurityStateSpec) {
+			attestedAt(time.Now().Add(-2 * time.Hour))(s)
+			timeSliced(s)
+		}, want: want{fwk.Unschedulable, "TIME_SLICING_FORBIDDEN"}},
+		{name: "stale mock evidence: refused", challenger: true, state: func(s *v1alpha1.NodeSecurityStateSpec) {
+			attestedAt(time.Now().Add(-2 * time.Hour))(s)
+			mocked(s)
+		}, want: want{fwk.UnschedulableAndUnresolvable, "SOURCE_NOT_ACCEPTED"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := acmeWorld()
+			w.policies[0].Spec.ConfidentialComputing = &v1alpha1.ConfidentialComputingPolicy{
+				RequireAttestation: true, MaxAttestationAge: &metav1.Duration{Duration: time.Hour}}
+			for i, s := range w.states {
+				w.states[i] = changed(s, attestedAt(time.Now()))
+				if s.Name == "a1" {
+					w.states[i] = changed(w.states[i], tc.state)
+				}
+			}
+			h := w.start(t)
+			if tc.challenger {
+				h.pl.challenger = &fakeChallenger{h: h}
+			}
+			cy := h.schedule(pod(acmeNS, "train"))
+			check(t, "Filter a1", cy.filter["a1"], tc.want)
+		})
+	}
+}
+
 // TestHTTPChallenger: the client of the controller's challenge endpoint.
 func TestHTTPChallenger(t *testing.T) {
 	var path atomic.Value

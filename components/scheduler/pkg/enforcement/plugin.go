@@ -118,6 +118,7 @@ func (pl *Enforcement) PreFilter(ctx context.Context, cs fwk.CycleState, pod *co
 	st.judged = make(map[string]*judgement, len(candidates))
 	for i, r := range ev.Results {
 		j := newJudgement(candidates[i].UID, r)
+		j.rechallenge = pl.challenger != nil && r.Decision != guard.DecisionAllow && freshAttestationHelps(candidates[i].State, r.Reasons)
 		if i == unpooled {
 			st.unpooled = j
 		} else {

@@ -109,7 +109,7 @@ func (pl *Enforcement) judgeFresh(ctx context.Context, pod *corev1.Pod, st *cycl
 		return podStatus(ev.Pod, f.id.note), false
 	}
 	r := ev.Results[0]
-	stale := r.Decision != guard.DecisionAllow && freshAttestationHelps(f.state, r.Reasons)
+	stale := r.Decision != guard.DecisionAllow && freshAttestationHelps(n.State, r.Reasons)
 	if r.Decision != guard.DecisionAllow && (!stale || pl.challenger == nil) {
 		countRefusal(pointPreBind, r.Reasons)
 	}

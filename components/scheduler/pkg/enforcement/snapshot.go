@@ -110,6 +110,9 @@ func lookup(st *cycleState, node *corev1.Node, pool string) *fwk.Status {
 	if j == nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) refused by Xila Guard: not judged in this scheduling cycle")
 	}
+	if j.rechallenge {
+		return nil // PreBind attests it anew and judges it on that
+	}
 	return nodeStatus(j)
 }
 

@@ -20,6 +20,11 @@ type judgement struct {
 	reasons     []guard.Reason
 	message     string
 	incarnation string
+	// rechallenge: the node is refused only because its attested evidence
+	// is too old or has no verdict, and an attestation controller can
+	// attest it anew: Filter lets it through and PreBind re-challenges
+	// it, refusing the bind unless the fresh evidence allows it.
+	rechallenge bool
 }
 
 func newJudgement(uid types.UID, r wire.NodeResult) *judgement {
