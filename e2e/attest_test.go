@@ -89,6 +89,31 @@ func TestAttestation(t *testing.T) {
 			waitNodeEvent(ctx, t, cs, a.workers[tamperedWorker], "MEASUREMENT_NOT_ALLOWED")
 			return ctx
 		}).
+		Assess("only the controller reaches an attester: a tenant pod cannot ask one for evidence", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			a := attestedFrom(ctx, t)
+			cs := clientset(t, cfg)
+			attesters, err := cs.CoreV1().Pods(platformNS).List(ctx, metav1.ListOptions{
+				LabelSelector: "app.kubernetes.io/name=xila-guard-attester", FieldSelector: "spec.nodeName=" + a.workers[tamperedWorker]})
+			if err != nil || len(attesters.Items) != 1 {
+				t.Fatalf("the attester of %s: %v (%d pods)", a.workers[tamperedWorker], err, len(attesters.Items))
+			}
+			controllers, err := cs.CoreV1().Pods(platformNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=xila-guard-attest"})
+			if err != nil || len(controllers.Items) == 0 {
+				t.Fatalf("the attestation controller's pods: %v", err)
+			}
+			// A relay: a pod on the attested worker asks worker 2's attester.
+			relay := createConnectPod(ctx, t, cs, a.tenant, "relay", attesters.Items[0].Status.PodIP+":8443")
+			// The control: the same pod reaches the controller's metrics,
+			// which stay open, so a refusal above is the policy's.
+			control := createConnectPod(ctx, t, cs, a.tenant, "control", controllers.Items[0].Status.PodIP+":9090")
+			if phase, log := waitPodDone(ctx, t, cs, control); phase != corev1.PodSucceeded {
+				t.Fatalf("control connection to the controller's metrics: %s (%s)", phase, log)
+			}
+			if phase, log := waitPodDone(ctx, t, cs, relay); phase != corev1.PodFailed || !strings.Contains(log, "TIMEOUT") {
+				t.Errorf("a tenant pod connecting to an attester: %s (%s), want a timeout", phase, log)
+			}
+			return ctx
+		}).
 		Assess("placement: only on the worker with the allowed measurement", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			a := attestedFrom(ctx, t)
 			cs := clientset(t, cfg)
@@ -211,6 +236,12 @@ func helmInstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Conf
 	for _, w := range tampered {
 		args = append(args, "--set", "confidential.attester.lab.nodeMeasurements."+w+"="+tamperedMeasurement)
 	}
+	// The NetworkPolicy agent enforces the chart's policies around the
+	// attesters and the challenge endpoint.
+	args = append(args, "--set", "networkPolicy.enabled=true")
+	if !nodeHasCapBPF(ctx, t, workerNames(ctx, t, clientset(t, cfg))[0]) {
+		args = append(args, "--set", "networkPolicy.extraCapabilities={SYS_ADMIN}")
+	}
 	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), args...)
 }
 
@@ -324,4 +355,46 @@ func waitNodeEvent(ctx context.Context, t *testing.T, cs kubernetes.Interface, n
 	if err != nil {
 		t.Fatalf("no %s Event about the state of %s: %v (seen %s)", reason, node, err, strings.Join(seen, ", "))
 	}
+}
+
+// createConnectPod runs agnhost connect to target (host:port, 3s timeout)
+// once, as a tenant pod placed by the controlled scheduler.
+func createConnectPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name, target string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			SchedulerName: controlledScheduler,
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "connect", Image: suite.Agnhost, ImagePullPolicy: corev1.PullNever,
+				Args: []string{"connect", target, "--timeout=3s"},
+			}},
+		},
+	}
+	created, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating pod %s/%s: %v", ns, name, err)
+	}
+	return created
+}
+
+// waitPodDone waits until the pod has succeeded or failed and returns its
+// phase and log.
+func waitPodDone(ctx context.Context, t *testing.T, cs kubernetes.Interface, p *corev1.Pod) (corev1.PodPhase, string) {
+	t.Helper()
+	var phase corev1.PodPhase
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		phase = got.Status.Phase
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s did not finish: %v (phase %s)", p.Namespace, p.Name, err, phase)
+	}
+	log, _ := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	return phase, strings.TrimSpace(string(log))
 }
