@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha512"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -19,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
 const (
@@ -36,15 +36,9 @@ const (
 	maxAttestationAge = 15 * time.Second
 )
 
-// launchMeasurement is the lab launch measurement of a workload image.
-func launchMeasurement(workload string) string {
-	m := sha512.Sum384([]byte(workload))
-	return "sha384:" + hex.EncodeToString(m[:])
-}
-
 var (
-	allowedMeasurement  = launchMeasurement("xila-guard e2e confidential workload v1")
-	tamperedMeasurement = launchMeasurement("xila-guard e2e confidential workload v1, patched")
+	allowedMeasurement  = lab.LabMeasurement("xila-guard e2e confidential workload v1")
+	tamperedMeasurement = lab.LabMeasurement("xila-guard e2e confidential workload v1, patched")
 )
 
 type attestedKey struct{}

@@ -76,22 +76,8 @@ func (l *Lab) attestedPhase() Phase {
 					return "", err
 				}
 			}
-			var on []string
-			for i := range 2 {
-				name := fmt.Sprintf("attested-%d", i)
-				if _, err := l.Kube.CoreV1().Pods(t.Name).Create(ctx, l.Pod(name), metav1.CreateOptions{}); err != nil {
-					return "", err
-				}
-				p, err := WaitRunning(ctx, l.Kube, t.Name, name)
-				if err != nil {
-					return "", err
-				}
-				on = append(on, p.Spec.NodeName)
-			}
-			for _, n := range on {
-				if n != t.Workers[CompliantWorker] {
-					return "", fmt.Errorf("pods ran on %v, want all on worker 1 (%s)", on, t.Workers[CompliantWorker])
-				}
+			if err := l.runOnCompliantWorker(ctx, "attested", 2); err != nil {
+				return "", err
 			}
 			p, err := l.Kube.CoreV1().Pods(t.Name).Create(ctx, l.Pod("attested-pinned", PinnedTo(t.Workers[TimeSlicedWorker])), metav1.CreateOptions{})
 			if err != nil {

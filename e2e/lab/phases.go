@@ -61,22 +61,8 @@ func (l *Lab) Phases() []Phase {
 				if err := l.InstallChart(ctx, l.Values("lab")); err != nil {
 					return "", err
 				}
-				var on []string
-				for i := range 3 {
-					name := fmt.Sprintf("lab-%d", i)
-					if _, err := l.Kube.CoreV1().Pods(t.Name).Create(ctx, l.Pod(name), metav1.CreateOptions{}); err != nil {
-						return "", err
-					}
-					p, err := WaitRunning(ctx, l.Kube, t.Name, name)
-					if err != nil {
-						return "", err
-					}
-					on = append(on, p.Spec.NodeName)
-				}
-				for _, n := range on {
-					if n != t.Workers[CompliantWorker] {
-						return "", fmt.Errorf("pods ran on %v, want all on worker 1 (%s)", on, t.Workers[CompliantWorker])
-					}
+				if err := l.runOnCompliantWorker(ctx, "lab", 3); err != nil {
+					return "", err
 				}
 				return fmt.Sprintf("Scheduled to worker 1 only (3 pods on %s)", t.Workers[CompliantWorker]), nil
 			},
@@ -133,6 +119,30 @@ func (l *Lab) Phases() []Phase {
 		},
 		l.attestedPhase(),
 	}
+}
+
+// runOnCompliantWorker creates n pods of the tenant, named prefix-<i>, and
+// checks that each runs on worker 1.
+func (l *Lab) runOnCompliantWorker(ctx context.Context, prefix string, n int) error {
+	t := l.Tenant
+	var on []string
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		if _, err := l.Kube.CoreV1().Pods(t.Name).Create(ctx, l.Pod(name), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		p, err := WaitRunning(ctx, l.Kube, t.Name, name)
+		if err != nil {
+			return err
+		}
+		on = append(on, p.Spec.NodeName)
+	}
+	for _, node := range on {
+		if node != t.Workers[CompliantWorker] {
+			return fmt.Errorf("pods ran on %v, want all on worker 1 (%s)", on, t.Workers[CompliantWorker])
+		}
+	}
+	return nil
 }
 
 // WebhookCase is a pod the webhook must refuse in a tenant's namespace.

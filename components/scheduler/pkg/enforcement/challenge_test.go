@@ -109,13 +109,7 @@ func TestPreBindRechallenge(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := acmeWorld()
-			w.policies[0].Spec.ConfidentialComputing = &v1alpha1.ConfidentialComputingPolicy{
-				RequireAttestation: true, MaxAttestationAge: &metav1.Duration{Duration: time.Hour}}
-			for i, s := range w.states {
-				w.states[i] = changed(s, attestedAt(time.Now()))
-			}
-			h := w.start(t)
+			h := attestedWorld(nil).start(t)
 			c := &fakeChallenger{h: h, answer: tc.answer}
 			if !tc.none {
 				h.pl.challenger = c
@@ -132,6 +126,22 @@ func TestPreBindRechallenge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// attestedWorld is acme's world under a policy that requires attestation
+// no older than an hour, every node attested now and then changed by its
+// entry in edit.
+func attestedWorld(edit map[string]func(*v1alpha1.NodeSecurityStateSpec)) world {
+	w := acmeWorld()
+	w.policies[0].Spec.ConfidentialComputing = &v1alpha1.ConfidentialComputingPolicy{
+		RequireAttestation: true, MaxAttestationAge: &metav1.Duration{Duration: time.Hour}}
+	for i, s := range w.states {
+		w.states[i] = changed(s, attestedAt(time.Now()))
+		if f := edit[s.Name]; f != nil {
+			w.states[i] = changed(w.states[i], f)
+		}
+	}
+	return w
 }
 
 // TestFilterLeavesStaleAttestationToPreBind: a node whose attested
@@ -159,16 +169,7 @@ func TestFilterLeavesStaleAttestationToPreBind(t *testing.T) {
 		}, want: want{fwk.UnschedulableAndUnresolvable, "SOURCE_NOT_ACCEPTED"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := acmeWorld()
-			w.policies[0].Spec.ConfidentialComputing = &v1alpha1.ConfidentialComputingPolicy{
-				RequireAttestation: true, MaxAttestationAge: &metav1.Duration{Duration: time.Hour}}
-			for i, s := range w.states {
-				w.states[i] = changed(s, attestedAt(time.Now()))
-				if s.Name == "a1" {
-					w.states[i] = changed(w.states[i], tc.state)
-				}
-			}
-			h := w.start(t)
+			h := attestedWorld(map[string]func(*v1alpha1.NodeSecurityStateSpec){"a1": tc.state}).start(t)
 			if tc.challenger {
 				h.pl.challenger = &fakeChallenger{h: h}
 			}
