@@ -49,7 +49,7 @@ const (
 	metricRequest    = "apiserver_request_duration_seconds"
 	metricStep       = "apiserver_admission_step_admission_duration_seconds"
 	metricWebhook    = "apiserver_admission_webhook_admission_duration_seconds"
-	metricHandler    = "xilaguard_webhook_request_duration_seconds"
+	metricHandler    = "xila_guard_webhook_request_duration_seconds"
 	metricGC         = "go_gc_duration_seconds"
 	processGenerator = "generator"
 	processAPIServer = "kube-apiserver"

@@ -34,7 +34,7 @@ func timers() map[string]timer {
 				case "PreFilter", "PreBind", "Bind":
 					key = p
 				}
-			case "xilaguard_scheduler_evaluation_duration_seconds":
+			case "xila_guard_scheduler_evaluation_duration_seconds":
 				key = "evaluator@" + labels["point"]
 			}
 			if key == "" {

@@ -330,7 +330,7 @@ func evaluatorCalls() float64 {
 	}
 	sum := 0.0
 	for _, f := range families {
-		if f.GetName() != "xilaguard_scheduler_evaluations_total" {
+		if f.GetName() != "xila_guard_scheduler_evaluations_total" {
 			continue
 		}
 		for _, m := range f.GetMetric() {

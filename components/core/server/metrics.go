@@ -26,22 +26,22 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "xilaguard_core_http_requests_total",
+			Name: "xila_guard_core_http_requests_total",
 			Help: "HTTP requests served, by handler and status code.",
 		}, []string{"handler", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "xilaguard_core_http_request_duration_seconds",
+			Name: "xila_guard_core_http_request_duration_seconds",
 			Help: "Time to serve an HTTP request, from headers read to response written.",
 			// From 50µs to 2.5s: one node takes well under a millisecond,
 			// thousands take tens of milliseconds.
 			Buckets: prometheus.ExponentialBuckets(50e-6, 2.5, 13),
 		}, []string{"handler"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "xilaguard_core_decisions_total",
+			Name: "xila_guard_core_decisions_total",
 			Help: "Node decisions made, by decision and reason; a decision with several reasons counts once per reason, one without any under reason NONE.",
 		}, []string{"decision", "reason"}),
 		nodes: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "xilaguard_core_request_nodes",
+			Name:    "xila_guard_core_request_nodes",
 			Help:    "Candidate nodes per evaluation request.",
 			Buckets: []float64{0, 1, 10, 100, 1000, 5000, 10000},
 		}),

@@ -225,12 +225,12 @@ func TestMetrics(t *testing.T) {
 	do(s, http.MethodGet, "/v1alpha1/evaluate", "", "")
 	w := do(s, http.MethodGet, "/metrics", "", "")
 	for _, want := range []string{
-		`xilaguard_core_http_requests_total{code="200",handler="evaluate"} 2`,
-		`xilaguard_core_http_requests_total{code="405",handler="evaluate"} 1`,
-		`xilaguard_core_http_request_duration_seconds_count{handler="evaluate"} 3`,
-		`xilaguard_core_decisions_total{decision="allow",reason="NONE"} 2`,
-		`xilaguard_core_decisions_total{decision="deny",reason="TIME_SLICING_FORBIDDEN"} 2`,
-		`xilaguard_core_request_nodes_count 2`,
+		`xila_guard_core_http_requests_total{code="200",handler="evaluate"} 2`,
+		`xila_guard_core_http_requests_total{code="405",handler="evaluate"} 1`,
+		`xila_guard_core_http_request_duration_seconds_count{handler="evaluate"} 3`,
+		`xila_guard_core_decisions_total{decision="allow",reason="NONE"} 2`,
+		`xila_guard_core_decisions_total{decision="deny",reason="TIME_SLICING_FORBIDDEN"} 2`,
+		`xila_guard_core_request_nodes_count 2`,
 		`go_goroutines`,
 		`process_cpu_seconds_total`,
 	} {

@@ -17,39 +17,39 @@ const (
 
 var (
 	evaluationsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace: "xilaguard", Subsystem: "scheduler", Name: "evaluations_total",
+		Namespace: "xila_guard", Subsystem: "scheduler", Name: "evaluations_total",
 		Help:           "Evaluations by extension point and result: ok, or error (an answer that did not match the request, refused).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"point", "result"})
 
 	evaluationDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
-		Namespace: "xilaguard", Subsystem: "scheduler", Name: "evaluation_duration_seconds",
+		Namespace: "xila_guard", Subsystem: "scheduler", Name: "evaluation_duration_seconds",
 		Help:           "Duration of evaluations by extension point.",
 		Buckets:        metrics.ExponentialBuckets(0.00001, 2, 18),
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"point"})
 
 	refusalsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace: "xilaguard", Subsystem: "scheduler", Name: "pod_refusals_total",
+		Namespace: "xila_guard", Subsystem: "scheduler", Name: "pod_refusals_total",
 		Help:           "Pods refused on every node at PreFilter, or refused a bind at PreBind, by the first reason code.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"point", "reason"})
 
 	rechallengesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace: "xilaguard", Subsystem: "scheduler", Name: "rechallenges_total",
+		Namespace: "xila_guard", Subsystem: "scheduler", Name: "rechallenges_total",
 		Help:           "PreBind re-attestations of a node whose attested evidence was too old, by result: ok (the controller wrote fresh evidence) or error.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 
 	rechallengeDuration = metrics.NewHistogram(&metrics.HistogramOpts{
-		Namespace: "xilaguard", Subsystem: "scheduler", Name: "rechallenge_duration_seconds",
+		Namespace: "xila_guard", Subsystem: "scheduler", Name: "rechallenge_duration_seconds",
 		Help:           "Duration of PreBind re-attestations, from the request to the controller's answer.",
 		Buckets:        metrics.ExponentialBuckets(0.001, 2, 14),
 		StabilityLevel: metrics.ALPHA,
 	})
 
 	reusedTotal = metrics.NewCounter(&metrics.CounterOpts{
-		Namespace: "xilaguard", Subsystem: "scheduler", Name: "reused_answers_total",
+		Namespace: "xila_guard", Subsystem: "scheduler", Name: "reused_answers_total",
 		Help:           "PreFilter snapshots answered with a recent answer about an identical snapshot instead of an evaluator call.",
 		StabilityLevel: metrics.ALPHA,
 	})

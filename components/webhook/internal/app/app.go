@@ -113,7 +113,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	}
 	watcher = watcher.WithWatchInterval(o.tlsCheckInterval)
 	synced := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "xilaguard_webhook_caches_synced",
+		Name: "xila_guard_webhook_caches_synced",
 		Help: "1 once every informer cache has synced, else 0.",
 	}, func() float64 {
 		if cl.Synced() {

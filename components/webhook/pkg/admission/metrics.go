@@ -23,21 +23,21 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "xilaguard_webhook_requests_total",
+			Name: "xila_guard_webhook_requests_total",
 			Help: "Admission requests judged, by resource (pods, pods/ephemeralcontainers, pods/binding, nodes), operation, result (allowed, denied) and reason (the first reason code of a refusal, NONE for an allow).",
 		}, []string{"resource", "operation", "result", "reason"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "xilaguard_webhook_request_duration_seconds",
+			Name: "xila_guard_webhook_request_duration_seconds",
 			Help: "Time to judge an admission request, from body read to response written, by resource.",
 			// From 25µs to about 2.5s.
 			Buckets: prometheus.ExponentialBuckets(25e-6, 2.5, 14),
 		}, []string{"resource"}),
 		badReviews: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "xilaguard_webhook_malformed_reviews_total",
+			Name: "xila_guard_webhook_malformed_reviews_total",
 			Help: "HTTP requests refused with a 4xx status because they were not a decodable AdmissionReview v1 POST.",
 		}),
 		bindings: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "xilaguard_webhook_binding_judgements_total",
+			Name: "xila_guard_webhook_binding_judgements_total",
 			Help: "Bindings judged for their node at bind time by the in-process evaluator (judged), and bindings of a report-only binder allowed although they would be refused (reported).",
 		}, []string{"result"}),
 	}
