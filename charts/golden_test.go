@@ -31,6 +31,7 @@ var goldenCases = []string{
 	"observe",
 	"confidential",
 	"confidential-tsm",
+	"monitoring",
 }
 
 // generatedPEM matches the base64 PEM blobs that TLS mode generate makes
