@@ -87,3 +87,42 @@ env:
 {{- define "xila-guard.policy.selectsPool" -}}
 {{- printf "'%[2]s' in %[1]s.spec.?nodeSelector.orValue({}) || %[1]s.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([]).exists(term, term.?matchExpressions.orValue([]).exists(e, e.key == '%[2]s' && e.operator in ['In', 'Exists', 'Gt', 'Lt']))" (index . 0) (index . 1) -}}
 {{- end }}
+
+{{/* The labels every pod gets besides its own (pods.labels), under a
+     pod template's labels. The selector labels cannot be set there. */}}
+{{- define "xila-guard.podLabels" -}}
+{{- range $k, $v := .Values.pods.labels }}
+{{- if has $k (list "app.kubernetes.io/name" "app.kubernetes.io/instance") }}
+{{- fail (printf "pods.labels cannot set %s: the chart's selectors use it" $k) }}
+{{- end }}
+{{ $k }}: {{ $v | quote }}
+{{- end }}
+{{- end }}
+
+{{/* A pod template's annotations: pods.annotations, and those given. */}}
+{{- define "xila-guard.podAnnotations" -}}
+{{- $root := index . 0 -}}
+{{- $own := index . 1 | default dict -}}
+{{- $all := merge (deepCopy $own) $root.Values.pods.annotations -}}
+{{- with $all }}
+annotations:
+  {{- range $k, $v := . }}
+  {{ $k }}: {{ $v | quote }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The pod spec fields every pod gets: pods.imagePullSecrets, and
+     pods.priorityClassName unless the pod has a class of its own:
+     include "xila-guard.podSpec" (list . $ownPriorityClass) */}}
+{{- define "xila-guard.podSpec" -}}
+{{- $root := index . 0 -}}
+{{- $own := index . 1 -}}
+{{- with $root.Values.pods.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with ($own | default $root.Values.pods.priorityClassName) }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- end }}
