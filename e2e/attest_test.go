@@ -190,11 +190,7 @@ func installAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 	cs := clientset(t, cfg)
 	dyn := dynamicClientFor(t, cfg)
 	applyCRDs(ctx, t, cfg)
-	workers := workerNames(ctx, t, cs)
-	if len(workers) < 2 {
-		t.Fatalf("need 2 workers, cluster has %v", workers)
-	}
-	a := &tenantPool{tenant: envconf.RandomName("xg-attested", 16), workers: workers[:2]}
+	a := &tenantPool{tenant: envconf.RandomName("xg-attested", 16), workers: twoWorkers(ctx, t, cs)}
 	ctx = context.WithValue(ctx, attestedKey{}, a)
 	createTenant(ctx, t, cs, dyn, a.tenant, map[string]any{
 		"confinement": "Pool",
@@ -247,22 +243,15 @@ func uninstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config
 		return ctx
 	}
 	cs := clientset(t, cfg)
-	dyn := dynamicClientFor(t, cfg)
 	zero := int64(0)
 	_ = cs.CoreV1().Pods(a.tenant).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
 		"uninstall", releaseName, "-n", platformNS, "--wait")
 	_ = cs.CoreV1().Secrets(platformNS).Delete(ctx, "xila-guard-attest-lab-chain", metav1.DeleteOptions{})
 	for _, w := range a.workers {
-		setPool(ctx, t, cs, w, "")
 		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: nil})
-		_ = dyn.Resource(guardStates).Delete(ctx, w, metav1.DeleteOptions{})
 	}
-	_ = dyn.Resource(guardBindings).Delete(ctx, a.tenant, metav1.DeleteOptions{})
-	_ = dyn.Resource(guardPolicies).Delete(ctx, a.tenant, metav1.DeleteOptions{})
-	if err := cs.CoreV1().Namespaces().Delete(ctx, a.tenant, metav1.DeleteOptions{}); err != nil {
-		t.Errorf("deleting namespace %s: %v", a.tenant, err)
-	}
+	removePoolTenant(ctx, t, cfg, a.tenant, a.workers)
 	return ctx
 }
 

@@ -82,6 +82,17 @@ func workerNames(ctx context.Context, t *testing.T, cs kubernetes.Interface) []s
 	return names
 }
 
+// twoWorkers returns the first two workers, failing the test on a cluster
+// with fewer.
+func twoWorkers(ctx context.Context, t *testing.T, cs kubernetes.Interface) []string {
+	t.Helper()
+	workers := workerNames(ctx, t, cs)
+	if len(workers) < 2 {
+		t.Fatalf("need 2 workers, cluster has %v", workers)
+	}
+	return workers[:2]
+}
+
 // waitRunning waits until a pod is Running and Ready and returns it.
 func waitRunning(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string) *corev1.Pod {
 	t.Helper()

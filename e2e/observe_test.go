@@ -243,11 +243,7 @@ func installObserve(ctx context.Context, t *testing.T, cfg *envconf.Config) cont
 		"-f", filepath.Join(suite.RepoRoot, "e2e/testdata/observe-values.yaml"),
 		"--set", "image.tag="+suite.ImageTag)
 
-	workers := workerNames(ctx, t, cs)
-	if len(workers) < 2 {
-		t.Fatalf("need 2 workers, cluster has %v", workers)
-	}
-	o := &tenantPool{tenant: envconf.RandomName("xg-observed", 16), workers: workers[:2]}
+	o := &tenantPool{tenant: envconf.RandomName("xg-observed", 16), workers: twoWorkers(ctx, t, cs)}
 	ctx = context.WithValue(ctx, observedKey{}, o)
 	createPoolTenant(ctx, t, cs, dyn, o.tenant, "nfd")
 	for i, w := range o.workers {

@@ -101,10 +101,7 @@ func installEnforcement(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 	applyCRDs(ctx, t, cfg)
 	helmInstall(ctx, t, cfg, "production")
 
-	e := &enforcement{tenant: envconf.RandomName("xg-tenant", 16), workers: workerNames(ctx, t, cs)}
-	if len(e.workers) < 2 {
-		t.Fatalf("need 2 workers, cluster has %v", e.workers)
-	}
+	e := &enforcement{tenant: envconf.RandomName("xg-tenant", 16), workers: twoWorkers(ctx, t, cs)}
 	createPoolTenant(ctx, t, cs, dyn, e.tenant, "attested")
 	for i, w := range e.workers[:2] {
 		sharing := "Exclusive"
@@ -132,20 +129,27 @@ func uninstallEnforcement(ctx context.Context, t *testing.T, cfg *envconf.Config
 	if e == nil {
 		return ctx
 	}
-	cs := clientset(t, cfg)
-	dyn := dynamicClientFor(t, cfg)
-	for _, w := range e.workers[:2] {
-		setPool(ctx, t, cs, w, "")
-		_ = dyn.Resource(guardStates).Delete(ctx, w, metav1.DeleteOptions{})
-	}
-	_ = dyn.Resource(guardBindings).Delete(ctx, e.tenant, metav1.DeleteOptions{})
-	_ = dyn.Resource(guardPolicies).Delete(ctx, e.tenant, metav1.DeleteOptions{})
-	if err := cs.CoreV1().Namespaces().Delete(ctx, e.tenant, metav1.DeleteOptions{}); err != nil {
-		t.Errorf("deleting namespace %s: %v", e.tenant, err)
-	}
+	removePoolTenant(ctx, t, cfg, e.tenant, e.workers[:2])
 	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
 		"uninstall", releaseName, "-n", platformNS, "--wait")
 	return ctx
+}
+
+// removePoolTenant gives the workers of a tenant made by createTenant back
+// (no pool, no evidence) and deletes its binding, policy and namespace.
+func removePoolTenant(ctx context.Context, t *testing.T, cfg *envconf.Config, tenant string, workers []string) {
+	t.Helper()
+	cs := clientset(t, cfg)
+	dyn := dynamicClientFor(t, cfg)
+	for _, w := range workers {
+		setPool(ctx, t, cs, w, "")
+		_ = dyn.Resource(guardStates).Delete(ctx, w, metav1.DeleteOptions{})
+	}
+	_ = dyn.Resource(guardBindings).Delete(ctx, tenant, metav1.DeleteOptions{})
+	_ = dyn.Resource(guardPolicies).Delete(ctx, tenant, metav1.DeleteOptions{})
+	if err := cs.CoreV1().Namespaces().Delete(ctx, tenant, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting namespace %s: %v", tenant, err)
+	}
 }
 
 // helmInstall installs or upgrades the chart with enforcement on, in the

@@ -244,6 +244,36 @@ func withTaints(patch map[string]any, taints ...corev1.Taint) map[string]any {
 	return patch
 }
 
+// underImageAllowList gives the lab tenant's policy an image allow-list
+// that the lab's images are not in, tries create until the webhook's
+// caches have the change and it is refused (or 30 s pass), and takes the
+// allow-list away again, waiting until create is admitted again.
+func (e *trustEnv) underImageAllowList(ctx context.Context, create func(context.Context) error) error {
+	policy := e.l.Dyn.Resource(lab.Policies)
+	set := func(cc string) error {
+		_, err := policy.Patch(ctx, e.l.Tenant.Name, types.MergePatchType, []byte(`{"spec":{"confidentialComputing":`+cc+`}}`), metav1.PatchOptions{})
+		return err
+	}
+	if err := set(`{"allowedImageDigests":["sha256:` + strings.Repeat("0", 64) + `"]}`); err != nil {
+		return fmt.Errorf("setting the allow-list: %w", err)
+	}
+	defer func() {
+		// Wait until the webhook admits again, so that the attempts after
+		// this one see the policy they expect.
+		_ = set("null")
+		deadline := time.Now().Add(30 * time.Second)
+		for create(ctx) != nil && time.Now().Before(deadline) {
+			time.Sleep(250 * time.Millisecond)
+		}
+	}()
+	var err error
+	deadline := time.Now().Add(30 * time.Second)
+	for err = create(ctx); err == nil && time.Now().Before(deadline); err = create(ctx) {
+		time.Sleep(250 * time.Millisecond)
+	}
+	return err
+}
+
 // dryCreate creates a pod as a dry run.
 func dryCreate(ctx context.Context, c kubernetes.Interface, ns string, p *corev1.Pod) error {
 	_, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -441,6 +471,9 @@ func (e *trustEnv) attempts() []attempt {
 		{"tenant pod names run:ai with Volcano's label", "SCHEDULER_PROFILE_MISMATCH", tenantPod("runai-wrong", lab.WithScheduler("runai-scheduler"), lab.WithLabels(workloadLabels["volcano"])), nil},
 		{"tenant pod sets nodeName", "NODE_NAME_SET", tenantPod("pinned", lab.WithNodeName(e.compliant)), nil},
 		{"tenant pod is privileged", "PRIVILEGED_CONTAINER", tenantPod("privileged", lab.Privileged()), nil},
+		{"tenant pod runs an image by tag under a digest allow-list", "IMAGE_NOT_PINNED", func(ctx context.Context) error {
+			return e.underImageAllowList(ctx, func(ctx context.Context) error { return dryCreate(ctx, e.tenant, ns, pod("by-tag")) })
+		}, nil},
 		{"tenant pod uses hostNetwork", "HOST_NETWORK", tenantPod("hostnet", spec(func(s *corev1.PodSpec) { s.HostNetwork = true })), nil},
 		{"tenant pod uses hostPID", "HOST_PID", tenantPod("hostpid", spec(func(s *corev1.PodSpec) { s.HostPID = true })), nil},
 		{"tenant pod uses hostIPC", "HOST_IPC", tenantPod("hostipc", spec(func(s *corev1.PodSpec) { s.HostIPC = true })), nil},

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Intel's hosts in the collateral URLs go-tdx-guest asks for: the
@@ -39,6 +41,10 @@ type PCS struct {
 
 	mu    sync.Mutex
 	cache map[string]pcsAnswer
+	// fetches coalesces concurrent fetches of one URL: the controller's
+	// workers verify many nodes' quotes at once, all with the same
+	// collateral.
+	fetches singleflight.Group
 }
 
 type pcsAnswer struct {
@@ -59,17 +65,25 @@ func (p *PCS) Get(url string) (map[string][]string, []byte, error) {
 		return a.header, a.body, nil
 	}
 	p.mu.Unlock()
-	header, body, err := p.fetch(p.rewrite(url))
+	v, err, _ := p.fetches.Do(url, func() (any, error) {
+		header, body, err := p.fetch(p.rewrite(url))
+		if err != nil {
+			return nil, err
+		}
+		a := pcsAnswer{header: header, body: body, fetched: now()}
+		p.mu.Lock()
+		if p.cache == nil {
+			p.cache = map[string]pcsAnswer{}
+		}
+		p.cache[url] = a
+		p.mu.Unlock()
+		return a, nil
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	p.mu.Lock()
-	if p.cache == nil {
-		p.cache = map[string]pcsAnswer{}
-	}
-	p.cache[url] = pcsAnswer{header: header, body: body, fetched: now()}
-	p.mu.Unlock()
-	return header, body, nil
+	a := v.(pcsAnswer)
+	return a.header, a.body, nil
 }
 
 // rewrite points url at BaseURL when it names one of Intel's hosts.

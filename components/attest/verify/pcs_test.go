@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -104,5 +105,40 @@ func TestPCSRefusesOversizedAnswers(t *testing.T) {
 	p := &PCS{BaseURL: srv.URL, HTTP: srv.Client(), TTL: time.Hour}
 	if _, _, err := p.Get("https://api.trustedservices.intel.com/tdx/certification/v4/qe/identity"); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("an oversized answer: %v", err)
+	}
+}
+
+// TestPCSCoalescesConcurrentFetches: workers verifying many quotes at once
+// ask the mirror once per URL.
+func TestPCSCoalescesConcurrentFetches(t *testing.T) {
+	var hits atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		<-release
+		_, _ = w.Write([]byte("collateral"))
+	}))
+	defer srv.Close()
+	p := &PCS{BaseURL: srv.URL, HTTP: srv.Client(), TTL: time.Hour}
+	const workers = 8
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			_, body, err := p.Get("https://api.trustedservices.intel.com/tdx/certification/v4/qe/identity")
+			if err == nil && string(body) != "collateral" {
+				err = errors.New("wrong body " + string(body))
+			}
+			errs <- err
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // let every worker reach the fetch
+	close(release)
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if got := hits.Load(); got != 1 {
+		t.Errorf("the mirror was asked %d times for one URL, want once", got)
 	}
 }
