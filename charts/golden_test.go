@@ -32,6 +32,7 @@ var goldenCases = []string{
 	"confidential",
 	"confidential-tsm",
 	"monitoring",
+	"gpu-devices",
 }
 
 // generatedPEM matches the base64 PEM blobs that TLS mode generate makes

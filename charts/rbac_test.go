@@ -3,6 +3,7 @@ package charts
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,9 +18,15 @@ import (
 // hack/update-codegen.sh): the chart cannot read files outside its
 // directory, so it carries a copy between two marker lines.
 func TestClusterRolesMatchGenerated(t *testing.T) {
-	for _, c := range []struct{ component, template string }{
-		{"observe", "observe-rbac.yaml"},
-		{"attest", "attest-rbac.yaml"},
+	for _, c := range []struct {
+		component, template string
+		// namespaced are the resources the chart grants in the release
+		// namespace only (a Role, between the "namespaced" markers).
+		namespaced []string
+	}{
+		{"observe", "observe-rbac.yaml", nil},
+		{"attest", "attest-rbac.yaml", nil},
+		{"gpudevices", "gpudevices.yaml", []string{"configmaps"}},
 	} {
 		t.Run(c.component, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("..", "components", c.component, "config", "rbac", "role.yaml"))
@@ -38,18 +45,34 @@ func TestClusterRolesMatchGenerated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const begin, end = "# BEGIN generated rules\n", "# END generated rules\n"
+			var cluster, namespaced []rbacv1.PolicyRule
+			for _, r := range generated.Rules {
+				if slices.ContainsFunc(r.Resources, func(res string) bool { return slices.Contains(c.namespaced, res) }) {
+					namespaced = append(namespaced, r)
+				} else {
+					cluster = append(cluster, r)
+				}
+			}
 			text := string(data)
-			i, j := strings.Index(text, begin), strings.Index(text, end)
-			if i < 0 || j < i {
-				t.Fatalf("%s: want the rules between %q and %q", template, strings.TrimSpace(begin), strings.TrimSpace(end))
-			}
-			var chart []rbacv1.PolicyRule
-			if err := yaml.Unmarshal([]byte(text[i+len(begin):j]), &chart); err != nil {
-				t.Fatalf("%s: %v", template, err)
-			}
-			if diff := cmp.Diff(generated.Rules, chart); diff != "" {
-				t.Errorf("%s differs from components/%s/config/rbac/role.yaml; copy the generated rules (-generated +chart):\n%s", template, c.component, diff)
+			for _, part := range []struct {
+				marker string
+				want   []rbacv1.PolicyRule
+			}{{"generated rules", cluster}, {"generated namespaced rules", namespaced}} {
+				begin, end := "# BEGIN "+part.marker+"\n", "# END "+part.marker+"\n"
+				i, j := strings.Index(text, begin), strings.Index(text, end)
+				if part.want == nil && i < 0 {
+					continue
+				}
+				if i < 0 || j < i {
+					t.Fatalf("%s: want the rules between %q and %q", template, strings.TrimSpace(begin), strings.TrimSpace(end))
+				}
+				var chart []rbacv1.PolicyRule
+				if err := yaml.Unmarshal([]byte(text[i+len(begin):j]), &chart); err != nil {
+					t.Fatalf("%s: %v", template, err)
+				}
+				if diff := cmp.Diff(part.want, chart); diff != "" {
+					t.Errorf("%s (%s) differs from components/%s/config/rbac/role.yaml; copy the generated rules (-generated +chart):\n%s", template, part.marker, c.component, diff)
+				}
 			}
 		})
 	}

@@ -76,6 +76,9 @@ func applyTrustPolicies(t *testing.T, vals map[string]any, key string) {
 		if o.Kind != "ValidatingAdmissionPolicy" && o.Kind != "ValidatingAdmissionPolicyBinding" {
 			continue
 		}
+		if strings.HasPrefix(o.name(), "xila-guard-gpu-") {
+			continue // TestIntegrationGPUDevicePolicies
+		}
 		recreate(t, &unstructured.Unstructured{Object: o.raw})
 		if o.Kind == "ValidatingAdmissionPolicy" {
 			names = append(names, o.name())
@@ -98,6 +101,25 @@ func applyTrustPolicies(t *testing.T, vals map[string]any, key string) {
 	})
 	if err != nil {
 		t.Fatalf("the policies %v do not take effect: %v (last: %v)", names, err, last)
+	}
+	// The informer may add the other policies later than the first one.
+	for _, probe := range []struct {
+		labels map[string]any
+		want   string
+	}{
+		{map[string]any{"nvidia.com/gpu.sharing-strategy": "none"}, "EVIDENCE_LABEL_NOT_ALLOWED"},
+		{map[string]any{"compliance.guard.xila.us/probe": "true"}, "COMPLIANCE_LABEL_NOT_ALLOWED"},
+	} {
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			last = patch{labels: probe.labels}.apply(ctx, nodeUser.client(t), "probe")
+			if last == nil {
+				createNode(t, "probe", nil, "")
+			}
+			return last != nil && strings.Contains(last.Error(), probe.want), nil
+		})
+		if err != nil {
+			t.Fatalf("the policies %v do not take effect: %v (last: %v)", names, err, last)
+		}
 	}
 }
 

@@ -63,7 +63,9 @@ fi
 # The machine may lack a mounted cgroup hierarchy or iptables modules that
 # dockerd expects; dockerd reports those itself in its log.
 log "starting dockerd (log: ${DOCKER_LOG})"
-as_root bash -c "nohup dockerd >>'${DOCKER_LOG}' 2>&1 </dev/null &"
+# dockerd outlives this script: it keeps no descriptor but its log, so a
+# lock the caller holds (flock) is released when the caller ends.
+as_root bash -c "for fd in /proc/\$\$/fd/*; do fd=\${fd##*/}; [[ \$fd -gt 2 ]] && eval \"exec \$fd>&-\" 2>/dev/null; done; nohup dockerd >>'${DOCKER_LOG}' 2>&1 </dev/null &"
 for _ in $(seq 1 60); do
   if docker info >/dev/null 2>&1; then
     log "dockerd is up"

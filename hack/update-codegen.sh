@@ -13,10 +13,10 @@ CONTROLLER_GEN="${XG_BIN}/controller-gen"
 
 cd "${REPO_ROOT}/components/api"
 log "controller-gen: deepcopy"
-"${CONTROLLER_GEN}" object paths=./v1alpha1/...
+"${CONTROLLER_GEN}" object paths=./v1alpha1/... paths=./gpu/v1alpha1/...
 log "controller-gen: CRDs into components/api/config/crd"
 rm -f config/crd/*.yaml
-"${CONTROLLER_GEN}" crd paths=./v1alpha1/... output:crd:artifacts:config=config/crd
+"${CONTROLLER_GEN}" crd paths=./v1alpha1/... paths=./gpu/v1alpha1/... output:crd:artifacts:config=config/crd
 # The chart carries the same CRDs in crds/, which Helm installs before the
 # templates on a first install (and never upgrades or deletes).
 log "CRDs into charts/xila-guard/crds"
@@ -27,7 +27,16 @@ cp config/crd/*.yaml "${REPO_ROOT}/charts/xila-guard/crds/"
 # The controllers' ClusterRoles, from their +kubebuilder:rbac markers: the
 # chart's roles and the integration tests that run each controller with
 # only its role start from these.
-for m in observe attest; do
+for m in observe attest gpudevices; do
   log "controller-gen: RBAC into components/${m}/config/rbac"
   (cd "${REPO_ROOT}/components/${m}" && "${CONTROLLER_GEN}" rbac:roleName="xila-guard-${m}" paths=./... output:rbac:artifacts:config=config/rbac)
 done
+
+# The KubeVirt CRDs the GPU device policies and migration rules are tested
+# against (no KubeVirt controller runs in the tests), and the core Pod
+# schema their CEL is type-checked with, from the pinned KubeVirt API
+# module and Kubernetes' own OpenAPI definitions.
+log "kubevirt-crds: into components/gpudevices/config/kubevirt-crds and charts/testdata/schemas"
+(cd "${REPO_ROOT}/hack/tools" && GOWORK=off go run ./kubevirt-crds \
+  -crds "${REPO_ROOT}/components/gpudevices/config/kubevirt-crds" \
+  -core-schemas "${REPO_ROOT}/charts/testdata/schemas")

@@ -126,3 +126,42 @@ imagePullSecrets:
 priorityClassName: {{ . }}
 {{- end }}
 {{- end }}
+
+{{/* Tenant namespaces for the GPU device policies: those carrying the
+tenant label, as everywhere else in the product. */}}
+{{- define "xila-guard.gpu.tenantNamespaces" -}}
+matchExpressions:
+- key: guard.xila.us/tenant
+  operator: Exists
+- key: kubernetes.io/metadata.name
+  operator: NotIn
+  values: [{{ .Release.Namespace }}, kube-system]
+{{- end }}
+
+{{/* The GPU controller's settings ConfigMap as a binding's parameter;
+missing, it refuses everything the binding matches. */}}
+{{- define "xila-guard.gpu.settingsParam" -}}
+paramRef:
+  name: xila-guard-gpu-settings
+  namespace: {{ .Release.Namespace }}
+  parameterNotFoundAction: Deny
+{{- end }}
+
+{{/* The GPU resource names of the settings ConfigMap, as variables.names. */}}
+{{- define "xila-guard.gpu.resourceNames" -}}
+- name: names
+  expression: "params.data.?resourceNames.orValue('').split(',').filter(n, n != '')"
+{{- end }}
+
+{{/* variables.carried: what GPU a VMI spec carries, '' when none. Takes
+the CEL of the spec's domain and of its resource claims. */}}
+{{- define "xila-guard.gpu.carries" -}}
+- name: gpus
+  expression: {{ printf "%s.?devices.?gpus.orValue([])" .domain | quote }}
+- name: hostDevices
+  expression: {{ printf "%s.?devices.?hostDevices.orValue([])" .domain | quote }}
+- name: resources
+  expression: {{ printf "%[1]s.?resources.?requests.orValue({}).filter(k, k in variables.names) + %[1]s.?resources.?limits.orValue({}).filter(k, k in variables.names)" .domain | quote }}
+- name: carried
+  expression: {{ printf "variables.gpus.size() > 0 ? 'gpus ' + variables.gpus.map(d, d.name).join(',') : variables.hostDevices.size() > 0 ? 'hostDevices ' + variables.hostDevices.map(d, d.name).join(',') : %[1]s.size() > 0 ? 'resourceClaims ' + %[1]s.map(c, c.name).join(',') : variables.resources.size() > 0 ? 'resource ' + variables.resources[0] : ''" .claims | quote }}
+{{- end }}

@@ -16,7 +16,8 @@ func TestLoadCRDsOfTheRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"nodesecuritystates.guard.xila.us", "placementpolicies.guard.xila.us", "tenantbindings.guard.xila.us"}
+	want := []string{"gpuclasses.gpu.guard.xila.us", "gpudevices.gpu.guard.xila.us",
+		"nodesecuritystates.guard.xila.us", "placementpolicies.guard.xila.us", "tenantbindings.guard.xila.us"}
 	if got := crds.Names(); !slices.Equal(got, want) {
 		t.Errorf("CRDs = %v, want %v", got, want)
 	}

@@ -1,0 +1,350 @@
+package charts
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// Fixtures of the GPU device policies' tests.
+const (
+	kubevirtController = "system:serviceaccount:kubevirt:kubevirt-controller"
+	gpuTenantNS        = "acme"
+	gpuTenant          = "alice"
+	gpuResource        = "nvidia.com/GH100_H100_SXM5_80GB"
+	deviceLabel        = "gpu.guard.xila.us/device"
+	usageLabel         = "gpu.guard.xila.us/usage"
+	templateLabel      = "gpu.guard.xila.us/template-device"
+	deviceFinalizer    = "gpu.guard.xila.us/device-protection"
+	classFinalizer     = "gpu.guard.xila.us/class-protection"
+)
+
+var (
+	gvrVMI      = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+	gvrVM       = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
+	gvrVMIRS    = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstancereplicasets"}
+	gvrPool     = schema.GroupVersionResource{Group: "pool.kubevirt.io", Version: "v1beta1", Resource: "virtualmachinepools"}
+	gvrIT       = schema.GroupVersionResource{Group: "instancetype.kubevirt.io", Version: "v1beta1", Resource: "virtualmachineinstancetypes"}
+	gvrPod      = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	gvrCM       = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	gvrDevice   = schema.GroupVersionResource{Group: "gpu.guard.xila.us", Version: "v1alpha1", Resource: "gpudevices"}
+	gvrClass    = schema.GroupVersionResource{Group: "gpu.guard.xila.us", Version: "v1alpha1", Resource: "gpuclasses"}
+	platformSA  = []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNS, "system:authenticated"}
+	tenantGroup = []string{"acme-developers", "system:authenticated"}
+)
+
+func settingsCM(names string) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "xila-guard-gpu-settings", "namespace": releaseNS},
+		"data":     map[string]any{"resourceNames": names}}
+}
+
+var settings = settingsCM("nvidia.com/A10," + gpuResource)
+
+func meta(name string, labels map[string]any, extra ...any) map[string]any {
+	m := map[string]any{"name": name, "namespace": gpuTenantNS}
+	if labels != nil {
+		m["labels"] = labels
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i].(string)] = extra[i+1]
+	}
+	return m
+}
+
+func kobj(apiVersion, kind string, metadata, spec map[string]any) map[string]any {
+	o := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": metadata}
+	if spec != nil {
+		o["spec"] = spec
+	}
+	return o
+}
+
+// vmiSpec is a VMI spec; devices, resources and claims are optional.
+func vmiSpec(devices map[string]any, resources map[string]any, claims []any) map[string]any {
+	domain := map[string]any{"devices": map[string]any{}}
+	for k, v := range devices {
+		domain["devices"].(map[string]any)[k] = v
+	}
+	if resources != nil {
+		domain["resources"] = resources
+	}
+	s := map[string]any{"domain": domain}
+	if claims != nil {
+		s["resourceClaims"] = claims
+	}
+	return s
+}
+
+var (
+	withGPU  = vmiSpec(map[string]any{"gpus": []any{map[string]any{"name": "gpu1", "deviceName": gpuResource}}}, nil, nil)
+	withHost = vmiSpec(map[string]any{"hostDevices": []any{map[string]any{"name": "nic", "deviceName": "intel.com/E810"}}}, nil, nil)
+	withDRA  = vmiSpec(nil, nil, []any{map[string]any{"name": "gpu-claim", "resourceClaimName": "h100"}})
+	withRes  = vmiSpec(nil, map[string]any{"limits": map[string]any{gpuResource: "1"}}, nil)
+	withCPU  = vmiSpec(nil, map[string]any{"requests": map[string]any{"cpu": "2", "memory": "4Gi"}}, nil)
+	noGPU    = vmiSpec(nil, nil, nil)
+	labelled = map[string]any{deviceLabel: "h100-a"}
+)
+
+func vmi(labels map[string]any, spec map[string]any) map[string]any {
+	return kobj("kubevirt.io/v1", "VirtualMachineInstance", meta("vm1", labels), spec)
+}
+
+// template wraps a VMI spec as a VM's or replica set's template.
+func template(labels map[string]any, spec map[string]any) map[string]any {
+	t := map[string]any{"spec": spec}
+	if labels != nil {
+		t["metadata"] = map[string]any{"labels": labels}
+	}
+	return t
+}
+
+func pod(name string, owner map[string]any, containers []any, init []any) map[string]any {
+	m := meta(name, nil)
+	if owner != nil {
+		m["ownerReferences"] = []any{owner}
+	}
+	spec := map[string]any{"containers": containers}
+	if init != nil {
+		spec["initContainers"] = init
+	}
+	return kobj("v1", "Pod", m, spec)
+}
+
+func container(resources map[string]any) map[string]any {
+	return map[string]any{"name": "c", "image": "registry.example/c@sha256:" + strings.Repeat("a", 64), "resources": resources}
+}
+
+var (
+	vmiOwner     = map[string]any{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "name": "vm1", "uid": "u1", "controller": true}
+	vmiNotCtrl   = map[string]any{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "name": "vm1", "uid": "u1"}
+	gpuLimits    = map[string]any{"limits": map[string]any{gpuResource: "1"}}
+	gpuRequests  = map[string]any{"requests": map[string]any{"nvidia.com/A10": "1"}}
+	plainLimits  = map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1", "cpu": "1"}}
+	deviceSpec   = map[string]any{"className": "h100", "count": int64(1)}
+	classSpecOld = map[string]any{"vendor": "nvidia", "model": "H100-SXM5-80GB", "mode": "Passthrough", "memory": "80Gi",
+		"maxCount": int64(8), "sourceKind": "HostDevice", "resourceName": gpuResource, "nodeSelector": map[string]any{"gpu": "h100"}}
+)
+
+func device(name string, labels map[string]any, finalizers ...any) map[string]any {
+	m := meta(name, labels)
+	if len(finalizers) > 0 {
+		m["finalizers"] = finalizers
+	}
+	return kobj("gpu.guard.xila.us/v1alpha1", "GPUDevice", m, deviceSpec)
+}
+
+func class(name string, spec map[string]any, finalizers []any, deleting bool) map[string]any {
+	m := map[string]any{"name": name}
+	if finalizers != nil {
+		m["finalizers"] = finalizers
+	}
+	if deleting {
+		m["deletionTimestamp"] = "2026-12-01T10:00:00Z"
+	}
+	return kobj("gpu.guard.xila.us/v1alpha1", "GPUClass", m, spec)
+}
+
+func with(m map[string]any, key string, value any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	out[key] = value
+	return out
+}
+
+func configMap(labels map[string]any) map[string]any {
+	return kobj("v1", "ConfigMap", meta("cm", labels), nil)
+}
+
+// gpuPolicyCases: what each policy admits and refuses. want is the reason
+// code the refusal message starts with, "" to admit, "error" for a refusal
+// by failurePolicy Fail.
+var gpuPolicyCases = []struct {
+	policy, name string
+	req          request
+	want         string
+}{
+	// 3. The reserved usage-label key.
+	{"xila-guard-gpu-usage-label", "tenant adds the key on create", request{op: admission.Create, gvr: gvrCM, object: configMap(map[string]any{usageLabel: "acme.h100-a"}), user: gpuTenant}, "USAGE_LABEL_RESERVED"},
+	{"xila-guard-gpu-usage-label", "a cluster admin adds it too", request{op: admission.Create, gvr: gvrCM, object: configMap(map[string]any{usageLabel: "x"}), user: "admin", groups: []string{"system:masters"}}, "USAGE_LABEL_RESERVED"},
+	{"xila-guard-gpu-usage-label", "other labels pass", request{op: admission.Create, gvr: gvrCM, object: configMap(map[string]any{"app": "x"}), user: gpuTenant}, ""},
+	{"xila-guard-gpu-usage-label", "no labels at all", request{op: admission.Create, gvr: gvrCM, object: configMap(nil), user: gpuTenant}, ""},
+	{"xila-guard-gpu-usage-label", "an object without metadata", request{op: admission.Create, gvr: gvrCM, object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}, user: gpuTenant}, ""},
+	{"xila-guard-gpu-usage-label", "update adds the key", request{op: admission.Update, gvr: gvrCM, old: configMap(nil), object: configMap(map[string]any{usageLabel: "x"}), user: gpuTenant}, "USAGE_LABEL_RESERVED"},
+	{"xila-guard-gpu-usage-label", "update keeps the key", request{op: admission.Update, gvr: gvrCM, old: configMap(map[string]any{usageLabel: "x"}), object: configMap(map[string]any{usageLabel: "x", "b": "c"}), user: gpuTenant}, ""},
+	{"xila-guard-gpu-usage-label", "update drops the key", request{op: admission.Update, gvr: gvrCM, old: configMap(map[string]any{usageLabel: "x"}), object: configMap(nil), user: gpuTenant}, ""},
+	{"xila-guard-gpu-usage-label", "update changes its value", request{op: admission.Update, gvr: gvrCM, old: configMap(map[string]any{usageLabel: "x"}), object: configMap(map[string]any{usageLabel: "y"}), user: gpuTenant}, "USAGE_LABEL_RESERVED"},
+	{"xila-guard-gpu-usage-label", "a subresource write adds it", request{op: admission.Update, gvr: gvrPod, subresource: "status", old: pod("p", nil, []any{container(nil)}, nil), object: kobj("v1", "Pod", meta("p", map[string]any{usageLabel: "x"}), map[string]any{"containers": []any{container(nil)}}), user: "system:node:n1"}, "USAGE_LABEL_RESERVED"},
+
+	// 1. VMs, replica sets, pools and instance types carry a GPU only with the device label.
+	{"xila-guard-gpu-vmi-devices", "gpus without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withGPU), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vmi-devices", "gpus with the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withGPU), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-vmi-devices", "an empty label", request{op: admission.Create, gvr: gvrVMI, object: vmi(map[string]any{deviceLabel: ""}, withGPU), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vmi-devices", "a host device without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withHost), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vmi-devices", "a DRA claim without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withDRA), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vmi-devices", "a GPU resource without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withRes), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vmi-devices", "KubeVirt's controller is held to it too", request{op: admission.Update, gvr: gvrVMI, old: vmi(labelled, withGPU), object: vmi(nil, withGPU), params: settings, user: kubevirtController}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vmi-devices", "cpu and memory only", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withCPU), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-vmi-devices", "no devices", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, noGPU), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-vmi-devices", "a resource no class sells", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, vmiSpec(nil, map[string]any{"limits": map[string]any{"example.com/fpga": "1"}}, nil)), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-vm-devices", "a VM's template gpus without the label", request{op: admission.Create, gvr: gvrVM, object: kobj("kubevirt.io/v1", "VirtualMachine", meta("vm", nil), map[string]any{"template": template(nil, withGPU)}), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vm-devices", "the label on the VM, not its template", request{op: admission.Create, gvr: gvrVM, object: kobj("kubevirt.io/v1", "VirtualMachine", meta("vm", labelled), map[string]any{"template": template(nil, withGPU)}), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vm-devices", "the label on the VM's template", request{op: admission.Create, gvr: gvrVM, object: kobj("kubevirt.io/v1", "VirtualMachine", meta("vm", nil), map[string]any{"template": template(labelled, withGPU)}), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-vm-devices", "a replica set's host device without the label", request{op: admission.Create, gvr: gvrVMIRS, object: kobj("kubevirt.io/v1", "VirtualMachineInstanceReplicaSet", meta("rs", nil), map[string]any{"template": template(map[string]any{"app": "x"}, withHost)}), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vm-devices", "a replica set without GPUs", request{op: admission.Create, gvr: gvrVMIRS, object: kobj("kubevirt.io/v1", "VirtualMachineInstanceReplicaSet", meta("rs", nil), map[string]any{"template": template(nil, noGPU)}), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-vmpool-devices", "a pool's GPU resource without the label", request{op: admission.Create, gvr: gvrPool, object: kobj("pool.kubevirt.io/v1beta1", "VirtualMachinePool", meta("pool", nil), map[string]any{"virtualMachineTemplate": map[string]any{"spec": map[string]any{"template": template(nil, withRes)}}}), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vmpool-devices", "a pool with the label", request{op: admission.Create, gvr: gvrPool, object: kobj("pool.kubevirt.io/v1beta1", "VirtualMachinePool", meta("pool", nil), map[string]any{"virtualMachineTemplate": map[string]any{"spec": map[string]any{"template": template(labelled, withGPU)}}}), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-instancetype-devices", "an instance type's gpus without the label", request{op: admission.Create, gvr: gvrIT, object: kobj("instancetype.kubevirt.io/v1beta1", "VirtualMachineInstancetype", meta("big", nil), map[string]any{"cpu": map[string]any{"guest": int64(4)}, "memory": map[string]any{"guest": "8Gi"}, "gpus": []any{map[string]any{"name": "g", "deviceName": gpuResource}}}), user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-instancetype-devices", "an instance type with the label", request{op: admission.Create, gvr: gvrIT, object: kobj("instancetype.kubevirt.io/v1beta1", "VirtualMachineInstancetype", meta("big", labelled), map[string]any{"cpu": map[string]any{"guest": int64(4)}, "memory": map[string]any{"guest": "8Gi"}, "hostDevices": []any{map[string]any{"name": "g", "deviceName": gpuResource}}}), user: gpuTenant}, ""},
+	{"xila-guard-gpu-instancetype-devices", "an instance type without devices", request{op: admission.Create, gvr: gvrIT, object: kobj("instancetype.kubevirt.io/v1beta1", "VirtualMachineInstancetype", meta("small", nil), map[string]any{"cpu": map[string]any{"guest": int64(1)}, "memory": map[string]any{"guest": "1Gi"}}), user: gpuTenant}, ""},
+
+	// 2. Pods request a GPU resource only as KubeVirt's launcher pods of a VMI.
+	{"xila-guard-gpu-pods", "a tenant's pod with a GPU limit", request{op: admission.Create, gvr: gvrPod, object: pod("p", nil, []any{container(gpuLimits)}, nil), params: settings, user: gpuTenant, groups: tenantGroup}, "GPU_RESOURCE_FORBIDDEN"},
+	{"xila-guard-gpu-pods", "a tenant's copy of a launcher pod", request{op: admission.Create, gvr: gvrPod, object: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(gpuLimits)}, nil), params: settings, user: gpuTenant}, "GPU_RESOURCE_FORBIDDEN"},
+	{"xila-guard-gpu-pods", "a GPU request in an init container", request{op: admission.Create, gvr: gvrPod, object: pod("p", nil, []any{container(nil)}, []any{container(gpuRequests)}), params: settings, user: gpuTenant}, "GPU_RESOURCE_FORBIDDEN"},
+	{"xila-guard-gpu-pods", "KubeVirt's controller, for a VMI it controls", request{op: admission.Create, gvr: gvrPod, object: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(gpuLimits)}, nil), params: settings, user: kubevirtController}, ""},
+	{"xila-guard-gpu-pods", "KubeVirt's controller with no owner", request{op: admission.Create, gvr: gvrPod, object: pod("p", nil, []any{container(gpuLimits)}, nil), params: settings, user: kubevirtController}, "GPU_RESOURCE_FORBIDDEN"},
+	{"xila-guard-gpu-pods", "KubeVirt's controller, VMI owner that is not the controller", request{op: admission.Create, gvr: gvrPod, object: pod("p", vmiNotCtrl, []any{container(gpuLimits)}, nil), params: settings, user: kubevirtController}, "GPU_RESOURCE_FORBIDDEN"},
+	{"xila-guard-gpu-pods", "another service account of KubeVirt's namespace", request{op: admission.Create, gvr: gvrPod, object: pod("p", vmiOwner, []any{container(gpuLimits)}, nil), params: settings, user: "system:serviceaccount:kubevirt:virt-handler"}, "GPU_RESOURCE_FORBIDDEN"},
+	{"xila-guard-gpu-pods", "a resource no class sells", request{op: admission.Create, gvr: gvrPod, object: pod("p", nil, []any{container(plainLimits)}, nil), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-pods", "no class at all", request{op: admission.Create, gvr: gvrPod, object: pod("p", nil, []any{container(gpuLimits)}, nil), params: settingsCM(""), user: gpuTenant}, ""},
+
+	// 4. A device's finalizer and template-device label are the platform's.
+	{"xila-guard-gpu-device-guard", "a tenant orders a device", request{op: admission.Create, gvr: gvrDevice, object: device("h100-a", nil), user: gpuTenant, groups: tenantGroup}, ""},
+	{"xila-guard-gpu-device-guard", "a tenant orders one with the finalizer", request{op: admission.Create, gvr: gvrDevice, object: device("h100-a", nil, deviceFinalizer), user: gpuTenant}, "DEVICE_FIELD_PLATFORM_ONLY"},
+	{"xila-guard-gpu-device-guard", "a tenant orders one marked as a template device", request{op: admission.Create, gvr: gvrDevice, object: device("h100-a", map[string]any{templateLabel: "vm1"}), user: gpuTenant}, "DEVICE_FIELD_PLATFORM_ONLY"},
+	{"xila-guard-gpu-device-guard", "a tenant removes the finalizer", request{op: admission.Update, gvr: gvrDevice, old: device("h100-a", nil, deviceFinalizer), object: device("h100-a", nil), user: gpuTenant}, "DEVICE_FIELD_PLATFORM_ONLY"},
+	{"xila-guard-gpu-device-guard", "a tenant changes the template label", request{op: admission.Update, gvr: gvrDevice, old: device("h100-a", map[string]any{templateLabel: "vm1"}), object: device("h100-a", map[string]any{templateLabel: "vm2"}), user: gpuTenant}, "DEVICE_FIELD_PLATFORM_ONLY"},
+	{"xila-guard-gpu-device-guard", "a tenant removes the template label", request{op: admission.Update, gvr: gvrDevice, old: device("h100-a", map[string]any{templateLabel: "vm1"}), object: device("h100-a", nil), user: gpuTenant}, "DEVICE_FIELD_PLATFORM_ONLY"},
+	{"xila-guard-gpu-device-guard", "a tenant adds the API server's orphan finalizer", request{op: admission.Update, gvr: gvrDevice, old: device("h100-a", nil, deviceFinalizer), object: device("h100-a", map[string]any{"team": "a"}, deviceFinalizer, "orphan"), user: gpuTenant}, ""},
+	{"xila-guard-gpu-device-guard", "the GPU controller adds the finalizer", request{op: admission.Update, gvr: gvrDevice, old: device("h100-a", nil), object: device("h100-a", nil, deviceFinalizer), user: "system:serviceaccount:" + releaseNS + ":xila-guard-gpudevices", groups: platformSA}, ""},
+	{"xila-guard-gpu-device-guard", "kube-controller-manager removes it", request{op: admission.Update, gvr: gvrDevice, old: device("h100-a", nil, deviceFinalizer), object: device("h100-a", nil), user: "system:kube-controller-manager"}, ""},
+	{"xila-guard-gpu-device-guard", "a cluster admin changes the label", request{op: admission.Update, gvr: gvrDevice, old: device("h100-a", map[string]any{templateLabel: "vm1"}), object: device("h100-a", nil), user: "admin", groups: []string{"system:masters"}}, ""},
+	{"xila-guard-gpu-device-guard", "a platformCallers group", request{op: admission.Update, gvr: gvrDevice, old: device("h100-a", nil, deviceFinalizer), object: device("h100-a", nil), user: "ops", groups: []string{"platform-operators"}}, ""},
+	{"xila-guard-gpu-device-guard", "a service account of a tenant namespace", request{op: admission.Update, gvr: gvrDevice, old: device("h100-a", nil, deviceFinalizer), object: device("h100-a", nil), user: "system:serviceaccount:acme:default", groups: []string{"system:serviceaccounts", "system:serviceaccounts:acme"}}, "DEVICE_FIELD_PLATFORM_ONLY"},
+
+	// 5. What a protected class sells is immutable.
+	{"xila-guard-gpu-class-offer", "a protected class changes its vendor", request{op: admission.Update, gvr: gvrClass, old: class("h100", classSpecOld, []any{classFinalizer}, false), object: class("h100", with(classSpecOld, "vendor", "amd"), []any{classFinalizer}, false), user: "admin", groups: []string{"system:masters"}}, "GPU_CLASS_OFFER_IMMUTABLE"},
+	{"xila-guard-gpu-class-offer", "a protected class changes its memory", request{op: admission.Update, gvr: gvrClass, old: class("h100", classSpecOld, []any{classFinalizer}, false), object: class("h100", with(classSpecOld, "memory", "40Gi"), []any{classFinalizer}, false), user: "admin"}, "GPU_CLASS_OFFER_IMMUTABLE"},
+	{"xila-guard-gpu-class-offer", "a protected class changes maxCount", request{op: admission.Update, gvr: gvrClass, old: class("h100", classSpecOld, []any{classFinalizer}, false), object: class("h100", with(classSpecOld, "maxCount", int64(2)), []any{classFinalizer}, false), user: "admin"}, "GPU_CLASS_OFFER_IMMUTABLE"},
+	{"xila-guard-gpu-class-offer", "a protected class gains a profile", request{op: admission.Update, gvr: gvrClass, old: class("h100", classSpecOld, []any{classFinalizer}, false), object: class("h100", with(classSpecOld, "profile", "3g.40gb"), []any{classFinalizer}, false), user: "admin"}, "GPU_CLASS_OFFER_IMMUTABLE"},
+	{"xila-guard-gpu-class-offer", "the write that drops the finalizer changes the model", request{op: admission.Update, gvr: gvrClass, old: class("h100", classSpecOld, []any{classFinalizer}, false), object: class("h100", with(classSpecOld, "model", "H200"), nil, false), user: "admin"}, "GPU_CLASS_OFFER_IMMUTABLE"},
+	{"xila-guard-gpu-class-offer", "resourceName and nodeSelector move", request{op: admission.Update, gvr: gvrClass, old: class("h100", classSpecOld, []any{classFinalizer}, false), object: class("h100", with(with(classSpecOld, "resourceName", "nvidia.com/H100"), "nodeSelector", map[string]any{"rack": "b"}), []any{classFinalizer}, false), user: "admin"}, ""},
+	{"xila-guard-gpu-class-offer", "an unprotected class changes its model", request{op: admission.Update, gvr: gvrClass, old: class("h100", classSpecOld, nil, false), object: class("h100", with(classSpecOld, "model", "H200"), nil, false), user: "admin"}, ""},
+
+	// 6. A class being deleted takes no new orders.
+	{"xila-guard-gpu-class-deleting", "an order of a class being deleted", request{op: admission.Create, gvr: gvrDevice, object: device("h100-a", nil), params: class("h100", classSpecOld, []any{classFinalizer}, true), user: gpuTenant}, "GPU_CLASS_DELETING"},
+	{"xila-guard-gpu-class-deleting", "another class being deleted", request{op: admission.Create, gvr: gvrDevice, object: device("h100-a", nil), params: class("a10", classSpecOld, []any{classFinalizer}, true), user: gpuTenant}, ""},
+	{"xila-guard-gpu-class-deleting", "an order of a live class", request{op: admission.Create, gvr: gvrDevice, object: device("h100-a", nil), params: class("h100", classSpecOld, []any{classFinalizer}, false), user: gpuTenant}, ""},
+}
+
+// TestGPUDevicePolicies evaluates the GPU device policies, as rendered by
+// the chart, on the requests above, compiled in the CEL environments of
+// each supported Kubernetes minor.
+func TestGPUDevicePolicies(t *testing.T) {
+	policies := renderedPolicies(t, readValues(t, "gpu-devices"))
+	seen := map[string]bool{}
+	for _, v := range celVersions {
+		compiled := map[string]compiledPolicy{}
+		for _, tc := range gpuPolicyCases {
+			p, ok := policies[tc.policy]
+			if !ok {
+				t.Fatalf("the chart renders no policy %s", tc.policy)
+			}
+			seen[tc.policy] = true
+			c, ok := compiled[tc.policy]
+			if !ok {
+				c = compilePolicy(t, v, p)
+				compiled[tc.policy] = c
+			}
+			tc.req.namespace = gpuTenantNS
+			if tc.req.gvr == gvrClass {
+				tc.req.namespace = ""
+			}
+			got := c.evaluate(t, tc.req)
+			switch {
+			case tc.want == "" && got != "":
+				t.Errorf("%s %s: %s: refused: %s", v, tc.policy, tc.name, got)
+			case tc.want == "error" && (got == "" || isReasonCode(strings.SplitN(got, ":", 2)[0])):
+				t.Errorf("%s %s: %s: want a refusal by failurePolicy, got %q", v, tc.policy, tc.name, got)
+			case tc.want != "" && tc.want != "error" && !strings.HasPrefix(got, tc.want+": "):
+				t.Errorf("%s %s: %s: want a refusal starting %s, got %q", v, tc.policy, tc.name, tc.want, got)
+			}
+		}
+	}
+	for name := range policies {
+		if strings.HasPrefix(name, "xila-guard-gpu-") && !seen[name] {
+			t.Errorf("policy %s has no cases", name)
+		}
+	}
+}
+
+func isReasonCode(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'A' || r > 'Z') && r != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// TestGPUDevicePoliciesTypeCheck compiles every expression of the GPU
+// device policies, as rendered, typed against the real schemas of the
+// kinds they match (KubeVirt's, core Pod and ConfigMap, the guard CRDs),
+// in the environment of each supported Kubernetes minor for new
+// expressions, as the API server's type checker does.
+func TestGPUDevicePoliciesTypeCheck(t *testing.T) {
+	all := policySchemas(t)
+	policies := renderedPolicies(t, readValues(t, "gpu-devices"))
+	n := 0
+	for name, p := range policies {
+		if !strings.HasPrefix(name, "xila-guard-gpu-") {
+			continue
+		}
+		n++
+		var params *spec.Schema
+		if pk := p.Spec.ParamKind; pk != nil {
+			gv, err := schema.ParseGroupVersion(pk.APIVersion)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := schemaOf(all, gv.WithKind(pk.Kind))
+			if s == nil {
+				t.Fatalf("%s: no schema for its parameter %s", name, pk.Kind)
+			}
+			params = s
+		}
+		kinds := matched(p, all)
+		wildcard := false
+		for _, r := range p.Spec.MatchConstraints.ResourceRules {
+			for _, res := range r.Resources {
+				wildcard = wildcard || strings.Contains(res, "*")
+			}
+		}
+		if len(kinds) == 0 && !wildcard {
+			t.Errorf("%s matches no kind with a schema", name)
+		}
+		if wildcard {
+			kinds = append(kinds, kindSchema{}) // untyped, as the API server checks it
+		}
+		for _, v := range celVersions {
+			for _, k := range kinds {
+				problems := typeCheck(t, v, p, k.schema, params)
+				for _, pr := range problems {
+					t.Errorf("%s on %s, Kubernetes %s: %s", name, k.gvk.Kind, v, pr)
+				}
+			}
+		}
+	}
+	if n < 8 {
+		t.Errorf("rendered %d GPU device policies, want 8", n)
+	}
+}
