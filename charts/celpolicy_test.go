@@ -246,8 +246,9 @@ func renderedPolicies(t *testing.T, vals map[string]any) map[string]*admissionv1
 // plugin compiles it (untyped, stored-expression environment of one
 // compatibility version), ready to evaluate requests.
 type compiledPolicy struct {
-	policy    *admissionv1.ValidatingAdmissionPolicy
-	validator validating.Validator
+	policy      *admissionv1.ValidatingAdmissionPolicy
+	validator   validating.Validator
+	validations plugincel.ConditionEvaluator
 }
 
 func compilePolicy(t *testing.T, v *version.Version, p *admissionv1.ValidatingAdmissionPolicy) compiledPolicy {
@@ -273,11 +274,12 @@ func compilePolicy(t *testing.T, v *version.Version, p *admissionv1.ValidatingAd
 		conds = append(conds, &validating.ValidationCondition{Expression: val.Expression, Message: val.Message, Reason: &reason})
 		msgs = append(msgs, &validating.MessageExpressionCondition{MessageExpression: val.MessageExpression})
 	}
+	validations := fc.CompileCondition(conds, optional, environment.StoredExpressions)
 	return compiledPolicy{p, validating.NewValidator(
-		fc.CompileCondition(conds, optional, environment.StoredExpressions), nil,
+		validations, nil,
 		fc.CompileCondition(nil, optional, environment.StoredExpressions),
 		fc.CompileCondition(msgs, optional, environment.StoredExpressions),
-		p.Spec.FailurePolicy)}
+		p.Spec.FailurePolicy), validations}
 }
 
 // request is one admission request to evaluate.
@@ -292,9 +294,8 @@ type request struct {
 	groups      []string
 }
 
-// evaluate returns the policy's refusal messages, "" when it admits.
-func (c compiledPolicy) evaluate(t *testing.T, r request) string {
-	t.Helper()
+// attributes builds the admission attributes of a request.
+func (r request) attributes() (*admission.VersionedAttributes, runtime.Object) {
 	toObj := func(m map[string]any) runtime.Object {
 		if m == nil {
 			return nil
@@ -315,6 +316,13 @@ func (c compiledPolicy) evaluate(t *testing.T, r request) string {
 	if r.params != nil {
 		params = toObj(r.params)
 	}
+	return va, params
+}
+
+// evaluate returns the policy's refusal messages, "" when it admits.
+func (c compiledPolicy) evaluate(t *testing.T, r request) string {
+	t.Helper()
+	va, params := r.attributes()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.namespace}}
 	res := c.validator.Validate(context.Background(), r.gvr, va, params, ns, celconfig.RuntimeCELCostBudget, nil)
 	var msgs []string
@@ -324,4 +332,18 @@ func (c compiledPolicy) evaluate(t *testing.T, r request) string {
 		}
 	}
 	return strings.Join(msgs, "; ")
+}
+
+// cost is the CEL cost the API server charges the policy's variables and
+// validations for one request, in its cost units.
+func (c compiledPolicy) cost(t testing.TB, r request) int64 {
+	t.Helper()
+	va, params := r.attributes()
+	req := plugincel.CreateAdmissionRequest(va.Attributes, metav1.GroupVersionResource(r.gvr), metav1.GroupVersionKind(va.VersionedKind))
+	ns := plugincel.CreateNamespaceObject(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.namespace}})
+	_, remaining, err := c.validations.ForInput(context.Background(), va, req, plugincel.OptionalVariableBindings{VersionedParams: params}, ns, celconfig.RuntimeCELCostBudget)
+	if err != nil {
+		t.Fatalf("%s: %v", c.policy.Name, err)
+	}
+	return celconfig.RuntimeCELCostBudget - remaining
 }

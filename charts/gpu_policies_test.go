@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
@@ -346,5 +347,40 @@ func TestGPUDevicePoliciesTypeCheck(t *testing.T) {
 	}
 	if n < 8 {
 		t.Errorf("rendered %d GPU device policies, want 8", n)
+	}
+}
+
+// BenchmarkGPUDevicePolicyCost reports, for each GPU device policy, the
+// highest CEL cost of its cases above (cost units) and that cost as a
+// share of the API server's budget for one policy evaluation
+// (RuntimeCELCostBudget): docs/benchmarks/gpudevices.md.
+func BenchmarkGPUDevicePolicyCost(b *testing.B) {
+	t := &testing.T{}
+	policies := renderedPolicies(t, readValues(t, "gpu-devices"))
+	v := celVersions[0]
+	names := []string{}
+	for _, tc := range gpuPolicyCases {
+		if len(names) == 0 || names[len(names)-1] != tc.policy {
+			names = append(names, tc.policy)
+		}
+	}
+	for _, name := range names {
+		b.Run(strings.TrimPrefix(name, "xila-guard-gpu-"), func(b *testing.B) {
+			c := compilePolicy(t, v, policies[name])
+			var most int64
+			for b.Loop() {
+				for _, tc := range gpuPolicyCases {
+					if tc.policy != name {
+						continue
+					}
+					tc.req.namespace = gpuTenantNS
+					if cost := c.cost(b, tc.req); cost > most {
+						most = cost
+					}
+				}
+			}
+			b.ReportMetric(float64(most), "cost/max")
+			b.ReportMetric(100*float64(most)/float64(celconfig.RuntimeCELCostBudget), "%budget")
+		})
 	}
 }

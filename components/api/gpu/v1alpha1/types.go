@@ -69,7 +69,7 @@ type GPUClass struct {
 }
 
 // GPUClassSpec is what a GPUClass sells and where its devices come from.
-// +kubebuilder:validation:XValidation:rule="self.mode == 'Passthrough' || (has(self.profile) && self.profile != ”)",message="profile is required for VGPU and MIG classes"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'Passthrough' || (has(self.profile) && size(self.profile) > 0)",message="profile is required for VGPU and MIG classes"
 type GPUClassSpec struct {
 	// vendor of the GPUs, e.g. nvidia.
 	// +kubebuilder:validation:MinLength=1
