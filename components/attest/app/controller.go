@@ -27,11 +27,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/probes"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/api/version"
 	"github.com/xila-guard/xila-guard/components/attest/attester"
@@ -314,15 +314,7 @@ func RunControllerWithConfig(ctx context.Context, cfg *rest.Config, o *Controlle
 			return err
 		}
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
-		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
-			return errors.New("informers not synced")
-		}
-		return nil
-	}); err != nil {
+	if err := probes.Add(mgr); err != nil {
 		return err
 	}
 	log.Info("starting", "version", version.Get(), "profile", o.profile, "labRoot", o.labRootFile != "",

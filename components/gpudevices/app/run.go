@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -16,10 +15,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	gpuv1alpha1 "github.com/xila-guard/xila-guard/components/api/gpu/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/api/probes"
 	"github.com/xila-guard/xila-guard/components/gpudevices/controller"
 	"github.com/xila-guard/xila-guard/components/gpudevices/metrics"
 )
@@ -97,15 +96,7 @@ func RunWithConfig(ctx context.Context, cfg *rest.Config, o *Options, log logr.L
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
-		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
-			return fmt.Errorf("informers not synced")
-		}
-		return nil
-	}); err != nil {
+	if err := probes.Add(mgr); err != nil {
 		return err
 	}
 	if err := controller.Setup(ctx, mgr, controller.Options{Namespace: o.Namespace, Workers: o.Workers,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 
 	"github.com/go-logr/logr"
@@ -15,9 +14,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/xila-guard/xila-guard/components/api/probes"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
@@ -97,15 +96,7 @@ func RunWithConfig(ctx context.Context, cfg *rest.Config, o *Options, report io.
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
-		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
-			return fmt.Errorf("informers not synced")
-		}
-		return nil
-	}); err != nil {
+	if err := probes.Add(mgr); err != nil {
 		return err
 	}
 	if o.PublishEvidence {
