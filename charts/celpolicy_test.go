@@ -3,13 +3,16 @@ package charts
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/cel-go/cel"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,10 +34,28 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The Kubernetes minors whose CEL environments the chart's admission
-// policies must compile in: the library this repository builds with and
-// the oldest minor the chart supports (Chart.yaml kubeVersion).
-var celVersions = []*version.Version{version.MajorMinor(1, 35), version.MajorMinor(1, 33)}
+// libraryVersion is the Kubernetes minor of the k8s.io/apiserver library
+// this repository builds with.
+var libraryVersion = version.MajorMinor(1, 35)
+
+// celVersions are the Kubernetes minors whose CEL environments the chart's
+// admission policies must compile in: the library's and the oldest minor
+// the chart supports (Chart.yaml kubeVersion, ">=1.N.0-0").
+var celVersions = func() []*version.Version {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		panic(err)
+	}
+	m := regexp.MustCompile(`^>=\s*v?1\.(\d+)\.`).FindStringSubmatch(ch.Metadata.KubeVersion)
+	if m == nil {
+		panic(fmt.Sprintf("Chart.yaml kubeVersion %q: want >=1.N.0-0", ch.Metadata.KubeVersion))
+	}
+	oldest, err := strconv.Atoi(m[1])
+	if err != nil {
+		panic(err)
+	}
+	return []*version.Version{libraryVersion, version.MajorMinor(1, uint(oldest))}
+}()
 
 // kindSchema is the OpenAPI schema of one kind the policies read, and the
 // resource that serves it.

@@ -357,7 +357,7 @@ func TestGPUDevicePoliciesTypeCheck(t *testing.T) {
 func BenchmarkGPUDevicePolicyCost(b *testing.B) {
 	t := &testing.T{}
 	policies := renderedPolicies(t, readValues(t, "gpu-devices"))
-	v := celVersions[0]
+	v := libraryVersion
 	names := []string{}
 	for _, tc := range gpuPolicyCases {
 		if len(names) == 0 || names[len(names)-1] != tc.policy {
