@@ -148,3 +148,44 @@ func TestProfiles(t *testing.T) {
 		}
 	}
 }
+
+// TestProfilesByName: orchestratorProfiles enables a profile the chart
+// ships by name, rendering exactly what its integration entry renders
+// through orchestratorIntegrations; the chart's copy is the repository's
+// profiles/; an unknown name fails with the known ones.
+func TestProfilesByName(t *testing.T) {
+	profiles := readProfiles(t)
+	var names []string
+	for name, p := range profiles {
+		names = append(names, name)
+		want, err := os.ReadFile(filepath.Join("..", "profiles", name+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join("xila-guard", "profiles", name+".yaml"))
+		if err != nil || string(got) != string(want) {
+			t.Errorf("xila-guard/profiles/%s.yaml differs from profiles/%s.yaml (%v): run make generate", name, name, err)
+		}
+		byName := mustRender(t, loadChart(t), with(tenantValues(true), "orchestratorProfiles", []any{name}))
+		byEntry := mustRender(t, loadChart(t), with(tenantValues(true), "orchestratorIntegrations", []any{p.Integration}))
+		// TLS mode generate makes a new certificate in every render.
+		a, b := generatedPEM.ReplaceAllString(byName.Manifest, "${1}<generated>"), generatedPEM.ReplaceAllString(byEntry.Manifest, "${1}<generated>")
+		if a != b {
+			t.Errorf("orchestratorProfiles [%s] renders otherwise than its integration entry:\n%s", name, lineDiff(b, a))
+		}
+	}
+	slices.Sort(names)
+	both := mustRender(t, loadChart(t), map[string]any{"orchestratorProfiles": []any{"volcano", "runai"}})
+	for _, name := range []string{"volcano", "runai"} {
+		find(t, objects(t, both.Manifest), "ValidatingWebhookConfiguration", "xila-guard-integration-"+name)
+	}
+	_, err := render(loadChart(t), map[string]any{"orchestratorProfiles": []any{"volcano", "slurm"}})
+	if want := `unknown profile "slurm"; the chart ships ` + strings.Join(names, ", "); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("an unknown profile: %v, want an error containing %q", err, want)
+	}
+	_, err = render(loadChart(t), map[string]any{"orchestratorProfiles": []any{"volcano"},
+		"orchestratorIntegrations": []any{profiles["volcano"].Integration}})
+	if err == nil || !strings.Contains(err.Error(), `name "volcano" appears twice`) {
+		t.Errorf("a profile enabled twice: %v, want a duplicate-name error", err)
+	}
+}

@@ -24,6 +24,13 @@ rm -rf "${REPO_ROOT}/charts/xila-guard/crds"
 mkdir -p "${REPO_ROOT}/charts/xila-guard/crds"
 cp config/crd/*.yaml "${REPO_ROOT}/charts/xila-guard/crds/"
 
+# The orchestrator profiles, which the chart enables by name
+# (orchestratorProfiles) and reads with .Files from its own copy.
+log "profiles into charts/xila-guard/profiles"
+rm -rf "${REPO_ROOT}/charts/xila-guard/profiles"
+mkdir -p "${REPO_ROOT}/charts/xila-guard/profiles"
+cp "${REPO_ROOT}"/profiles/*.yaml "${REPO_ROOT}/charts/xila-guard/profiles/"
+
 # The controllers' ClusterRoles, from their +kubebuilder:rbac markers: the
 # chart's roles and the integration tests that run each controller with
 # only its role start from these.

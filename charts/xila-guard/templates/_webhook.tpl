@@ -6,7 +6,23 @@ Helpers of the admission webhook, its TLS and its configurations.
 {{- define "xila-guard.integrations" -}}
 {{- $out := list -}}
 {{- $names := dict -}}
-{{- range $i, $in := .Values.orchestratorIntegrations -}}
+{{- /* Profiles by name come first: the integration entry of
+       profiles/<name>.yaml, the copy the chart carries of the repository's
+       profiles/ (hack/update-codegen.sh). */ -}}
+{{- $all := list -}}
+{{- $known := list -}}
+{{- range $path, $_ := .Files.Glob "profiles/*.yaml" -}}
+{{- $known = append $known (base $path | trimSuffix ".yaml") -}}
+{{- end -}}
+{{- range $i, $name := .Values.orchestratorProfiles | default list -}}
+{{- $f := $.Files.Get (printf "profiles/%s.yaml" $name) -}}
+{{- if or (not $f) (not (has $name $known)) -}}
+{{- fail (printf "orchestratorProfiles[%d]: unknown profile %q; the chart ships %s" $i $name (join ", " ($known | sortAlpha))) -}}
+{{- end -}}
+{{- $all = append $all (get (fromYaml $f) "integration") -}}
+{{- end -}}
+{{- $all = concat $all (.Values.orchestratorIntegrations | default list) -}}
+{{- range $i, $in := $all -}}
 {{- if not (kindIs "map" $in) -}}
 {{- fail (printf "orchestratorIntegrations[%d]: want an object" $i) -}}
 {{- end -}}
