@@ -67,3 +67,52 @@ func TestPodSettings(t *testing.T) {
 		t.Errorf("a selector label in pods.labels: %v", err)
 	}
 }
+
+// TestImageOverrides: image.components gives one component another
+// repository, tag or digest and leaves the others alone; an unknown
+// component or a malformed digest fails the schema.
+func TestImageOverrides(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	vals := readValues(t, "monitoring")
+	vals["image"] = map[string]any{"registry": "xila-guard", "pullPolicy": "IfNotPresent", "tag": "v1",
+		"components": map[string]any{
+			"webhook":    map[string]any{"repository": "mirror.example/guard-webhook", "digest": digest},
+			"observe":    map[string]any{"tag": "v1-patched"},
+			"gpudevices": map[string]any{"repository": "mirror.example/gpudevices"},
+		}}
+	want := map[string]string{
+		"xila-guard-webhook":    "mirror.example/guard-webhook@" + digest,
+		"xila-guard-observe":    "xila-guard/observe:v1-patched",
+		"xila-guard-gpudevices": "mirror.example/gpudevices:v1",
+		"xila-guard-scheduler":  "xila-guard/scheduler:v1",
+		"xila-guard-agent":      "xila-guard/agent:v1",
+	}
+	seen := map[string]bool{}
+	for _, o := range objects(t, mustRender(t, loadChart(t), withTestCA(t, vals)).Manifest) {
+		if o.Kind != "Deployment" && o.Kind != "DaemonSet" {
+			continue
+		}
+		w, ok := want[o.name()]
+		if !ok {
+			continue
+		}
+		seen[o.name()] = true
+		if got := field(o.raw, "spec", "template", "spec", "containers", 0, "image"); got != w {
+			t.Errorf("%s runs %v, want %s", o, got, w)
+		}
+	}
+	for name := range want {
+		if !seen[name] {
+			t.Errorf("%s not rendered", name)
+		}
+	}
+	for _, bad := range []map[string]any{
+		{"slurm": map[string]any{"tag": "x"}},
+		{"webhook": map[string]any{"digest": "sha256:short"}},
+	} {
+		vals := map[string]any{"image": map[string]any{"registry": "r", "pullPolicy": "Always", "components": bad}}
+		if _, err := render(loadChart(t), vals); err == nil {
+			t.Errorf("image.components %v renders", bad)
+		}
+	}
+}

@@ -12,10 +12,19 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- .Values.image.tag | default .Chart.AppVersion -}}
 {{- end }}
 
-{{/* The image of a component: include "xila-guard.image" (list . "core") */}}
+{{/* The image of a component: include "xila-guard.image" (list . "core").
+     <registry>/<component>:<tag>, unless image.components.<component>
+     names another repository, tag or digest. */}}
 {{- define "xila-guard.image" -}}
 {{- $root := index . 0 -}}
-{{- printf "%s/%s:%s" $root.Values.image.registry (index . 1) (include "xila-guard.tag" $root) -}}
+{{- $name := index . 1 -}}
+{{- $own := get ($root.Values.image.components | default dict) $name | default dict -}}
+{{- $repo := get $own "repository" | default (printf "%s/%s" $root.Values.image.registry $name) -}}
+{{- if get $own "digest" -}}
+{{- printf "%s@%s" $repo (get $own "digest") -}}
+{{- else -}}
+{{- printf "%s:%s" $repo (get $own "tag" | default (include "xila-guard.tag" $root)) -}}
+{{- end -}}
 {{- end }}
 
 {{/* The restricted security context every container runs with. */}}
