@@ -18,8 +18,10 @@ func TestPodSettings(t *testing.T) {
 	}
 	affinity := map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
 		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "platform", "operator": "Exists"}}}}}}}
+	spread := []any{map[string]any{"maxSkew": int64(1), "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+		"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/part-of": "xila-guard"}}}}
 	for _, path := range [][]string{{"enforcement", "core"}, {"enforcement", "scheduler"}, {"webhook"}, {"observe"}, {"networkPolicy"},
-		{"confidential", "controller"}, {"confidential", "attester"}} {
+		{"confidential", "controller"}, {"confidential", "attester"}, {"gpuDevicePolicies", "controller"}} {
 		m := vals
 		for _, k := range path {
 			next, ok := m[k].(map[string]any)
@@ -30,6 +32,9 @@ func TestPodSettings(t *testing.T) {
 			m = next
 		}
 		m["affinity"] = affinity
+		if path[len(path)-1] != "networkPolicy" && path[len(path)-1] != "attester" { // DaemonSets
+			m["topologySpreadConstraints"] = spread
+		}
 	}
 	objs := objects(t, mustRender(t, loadChart(t), vals).Manifest)
 	seen := 0
@@ -55,12 +60,15 @@ func TestPodSettings(t *testing.T) {
 		if field(tmpl, "spec", "affinity", "nodeAffinity") == nil {
 			t.Errorf("%s: no affinity", o)
 		}
+		if got := field(tmpl, "spec", "topologySpreadConstraints", 0, "topologyKey"); (o.Kind == "Deployment") != (got == "topology.kubernetes.io/zone") {
+			t.Errorf("%s: topologySpreadConstraints %v", o, field(tmpl, "spec", "topologySpreadConstraints"))
+		}
 		if o.name() == "xila-guard-scheduler" && field(tmpl, "metadata", "annotations", "checksum/config") == nil {
 			t.Errorf("%s lost its config checksum", o)
 		}
 	}
-	if seen != 7 {
-		t.Errorf("%d Deployments and DaemonSets rendered, want 7", seen)
+	if seen != 8 {
+		t.Errorf("%d Deployments and DaemonSets rendered, want 8", seen)
 	}
 	vals["pods"] = map[string]any{"labels": map[string]any{"app.kubernetes.io/name": "mine"}}
 	if _, err := render(loadChart(t), vals); err == nil || !strings.Contains(err.Error(), "pods.labels cannot set app.kubernetes.io/name") {
