@@ -18,10 +18,10 @@ import (
 // monitoredValues turn on every component and every monitoring part.
 func monitoredValues() map[string]any {
 	return map[string]any{
-		"enforcement":   map[string]any{"enabled": true, "core": map[string]any{"enabled": true}},
-		"webhook":       map[string]any{"enabled": true},
-		"observe":       map[string]any{"enabled": true},
-		"networkPolicy": map[string]any{"enabled": true},
+		"enforcement":       map[string]any{"enabled": true, "core": map[string]any{"enabled": true}},
+		"webhook":           map[string]any{"enabled": true},
+		"observe":           map[string]any{"enabled": true},
+		"networkPolicy":     map[string]any{"enabled": true},
 		"gpuDevicePolicies": map[string]any{"enabled": true},
 		"confidential": map[string]any{"enabled": true, "attester": map[string]any{"backend": "lab",
 			"lab": map[string]any{"measurement": "sha384:" + strings.Repeat("a", 96)}}},

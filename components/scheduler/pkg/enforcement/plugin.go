@@ -68,6 +68,7 @@ var (
 	_ fwk.FilterPlugin      = &Enforcement{}
 	_ fwk.ReservePlugin     = &Enforcement{}
 	_ fwk.PreBindPlugin     = &Enforcement{}
+	_ fwk.PostFilterPlugin  = &Enforcement{}
 	_ fwk.EnqueueExtensions = &Enforcement{}
 	_ fwk.SignPlugin        = &Enforcement{}
 )

@@ -84,7 +84,8 @@ func TestIntegrationEvidenceChangeWakesPod(t *testing.T) {
 	sliced.sharing = v1alpha1.SharingTimeSlicing
 	setEvidence(t, node, sliced)
 	p := newPod(t, tn.namespace)
-	waitRefused(t, p, "TIME_SLICING_FORBIDDEN")
+	// PostFilter names the refused node after the scheduler's summary.
+	waitRefused(t, p, "TIME_SLICING_FORBIDDEN", "Xila Guard refused TIME_SLICING_FORBIDDEN: "+node.Name)
 
 	start := time.Now()
 	setEvidence(t, node, attested)
