@@ -47,3 +47,7 @@ log "kubevirt-crds: into components/gpudevices/config/kubevirt-crds and charts/t
 (cd "${REPO_ROOT}/hack/tools" && GOWORK=off go run ./kubevirt-crds \
   -crds "${REPO_ROOT}/components/gpudevices/config/kubevirt-crds" \
   -core-schemas "${REPO_ROOT}/charts/testdata/schemas")
+
+# The chart's README: its values table, from values.yaml and its comments.
+log "chart-readme: charts/xila-guard/README.md"
+(cd "${REPO_ROOT}" && go run ./charts/cmd/chart-readme -chart charts/xila-guard)
