@@ -36,8 +36,13 @@ cp "${REPO_ROOT}"/profiles/*.yaml "${REPO_ROOT}/charts/xila-guard/profiles/"
 # only its role start from these.
 for m in observe attest gpudevices; do
   log "controller-gen: RBAC into components/${m}/config/rbac"
-  (cd "${REPO_ROOT}/components/${m}" && "${CONTROLLER_GEN}" rbac:roleName="xila-guard-${m}" paths=./... output:rbac:artifacts:config=config/rbac)
+  paths=./...
+  # The key broker has a role of its own.
+  [[ ${m} == attest ]] && paths=./app/...
+  (cd "${REPO_ROOT}/components/${m}" && "${CONTROLLER_GEN}" rbac:roleName="xila-guard-${m}" paths="${paths}" output:rbac:artifacts:config=config/rbac)
 done
+log "controller-gen: RBAC into components/attest/config/kbs-rbac"
+(cd "${REPO_ROOT}/components/attest" && "${CONTROLLER_GEN}" rbac:roleName=xila-guard-kbs paths=./kbs/... output:rbac:artifacts:config=config/kbs-rbac)
 
 # The KubeVirt CRDs the GPU device policies and migration rules are tested
 # against (no KubeVirt controller runs in the tests), and the core Pod

@@ -3,6 +3,7 @@ module github.com/xila-guard/xila-guard/components/attest
 go 1.26
 
 require (
+	github.com/go-jose/go-jose/v4 v4.1.3
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-configfs-tsm v0.2.2
@@ -11,6 +12,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/xila-guard/xila-guard/components/api v0.0.0
+	github.com/xila-guard/xila-guard/components/core v0.0.0-00010101000000-000000000000
 	golang.org/x/sync v0.18.0
 	k8s.io/api v0.35.4
 	k8s.io/apimachinery v0.35.4
@@ -71,3 +73,5 @@ require (
 )
 
 replace github.com/xila-guard/xila-guard/components/api => ../api
+
+replace github.com/xila-guard/xila-guard/components/core => ../core

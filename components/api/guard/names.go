@@ -80,3 +80,32 @@ const (
 	// DefaultEvalTimeout bounds one call to a xila-guard-core.
 	DefaultEvalTimeout = 800 * time.Millisecond
 )
+
+// The pod annotation that records what a pod was bound against.
+const (
+	// AnnotationBoundEvidence records, on a pod, the node UID and the
+	// evidence incarnation the pod was judged on when it was bound, as
+	// "<node UID>/<incarnation>". The controlled scheduler writes it in
+	// PreBind; an admission policy lets only the platform write or change
+	// it. The key broker releases a key to the pod only while its node's
+	// evidence still has that node UID and incarnation: a node rebooted or
+	// re-provisioned since the bind gets nothing until the pod is placed
+	// again.
+	AnnotationBoundEvidence = GroupName + "/bound-evidence"
+)
+
+// Names of the key broker.
+const (
+	// KeyBrokerAudience is the audience of the projected service-account
+	// token a pod presents to the key broker.
+	KeyBrokerAudience = "xila-guard-kbs"
+
+	// EventReasonKeyReleased and EventReasonKeyRefused are the reasons of
+	// the Events the key broker records on a pod.
+	EventReasonKeyReleased = "KeyReleased"
+	// EventReasonKeyRefused: see EventReasonKeyReleased.
+	EventReasonKeyRefused = "KeyRefused"
+)
+
+// BoundEvidence formats the value of AnnotationBoundEvidence.
+func BoundEvidence(nodeUID, incarnation string) string { return nodeUID + "/" + incarnation }

@@ -28,6 +28,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&PlacementPolicy{}, &PlacementPolicyList{},
 		&TenantBinding{}, &TenantBindingList{},
 		&NodeSecurityState{}, &NodeSecurityStateList{},
+		&KeyReleasePolicy{}, &KeyReleasePolicyList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

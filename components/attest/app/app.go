@@ -24,6 +24,7 @@ const usage = `usage: ` + Name + ` <command> [flags]
 commands:
   controller   challenge every node's attester and write attested NodeSecurityStates
   attester     answer challenges with this node's TEE evidence
+  key-broker   release tenants' keys to their pods on attested nodes (KBS protocol)
   version      print the version
 
 Run a command with -h for its flags.
@@ -65,6 +66,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return runAttester(ctx, o, stderr)
+	case "key-broker":
+		o, err := ParseKeyBrokerFlags(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return runKeyBroker(ctx, o, stdout, stderr)
 	case "version", "--version", "-version":
 		_, err := fmt.Fprintf(stdout, "%s %s\n", Name, version.Get())
 		return err

@@ -309,7 +309,7 @@ func RunControllerWithConfig(ctx context.Context, cfg *rest.Config, o *Controlle
 		// written to the API server (a write that races the leader's
 		// conflicts and fails), so the Service needs no leader routing.
 		h := &controller.ChallengeHandler{Reconciler: r, Timeout: o.challengeTimeout, Log: log.WithName("challenge")}
-		if err := mgr.Add(&challengeServer{addr: o.challengeAddr, handler: h.Handler(), certFile: o.challengeCertFile,
+		if err := mgr.Add(&httpServer{what: "challenges", addr: o.challengeAddr, handler: h.Handler(), certFile: o.challengeCertFile,
 			keyFile: o.challengeKeyFile, timeout: o.challengeTimeout, log: log}); err != nil {
 			return err
 		}
@@ -342,8 +342,10 @@ func (o *ControllerOptions) attesterClient() (*attester.Client, error) {
 	return &attester.Client{HTTP: &http.Client{Transport: transport, Timeout: o.attesterTimeout}}, nil
 }
 
-// challengeServer serves the synchronous challenge on every replica.
-type challengeServer struct {
+// httpServer serves an HTTP endpoint on every replica: the synchronous
+// challenge, the key broker.
+type httpServer struct {
+	what              string
 	addr              string
 	handler           http.Handler
 	certFile, keyFile string
@@ -352,15 +354,15 @@ type challengeServer struct {
 }
 
 var (
-	_ manager.Runnable               = (*challengeServer)(nil)
-	_ manager.LeaderElectionRunnable = (*challengeServer)(nil)
+	_ manager.Runnable               = (*httpServer)(nil)
+	_ manager.LeaderElectionRunnable = (*httpServer)(nil)
 )
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (s *challengeServer) NeedLeaderElection() bool { return false }
+func (s *httpServer) NeedLeaderElection() bool { return false }
 
 // Start implements manager.Runnable.
-func (s *challengeServer) Start(ctx context.Context) error {
+func (s *httpServer) Start(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", s.addr, err)
@@ -386,10 +388,10 @@ func (s *challengeServer) Start(ctx context.Context) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	s.log.Info("serving challenges", "addr", ln.Addr().String(), "scheme", scheme)
+	s.log.Info("serving "+s.what, "addr", ln.Addr().String(), "scheme", scheme)
 	select {
 	case err := <-served:
-		return fmt.Errorf("serving challenges: %w", err)
+		return fmt.Errorf("serving %s: %w", s.what, err)
 	case <-ctx.Done():
 	}
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
