@@ -20,16 +20,23 @@ import (
 func TestClusterRolesMatchGenerated(t *testing.T) {
 	for _, c := range []struct {
 		component, template string
+		// role is the directory of the generated role.yaml under
+		// config/; rbac when empty.
+		role string
 		// namespaced are the resources the chart grants in the release
 		// namespace only (a Role, between the "namespaced" markers).
 		namespaced []string
 	}{
-		{"observe", "observe-rbac.yaml", nil},
-		{"attest", "attest-rbac.yaml", nil},
-		{"gpudevices", "gpudevices.yaml", []string{"configmaps"}},
+		{"observe", "observe-rbac.yaml", "", nil},
+		{"attest", "attest-rbac.yaml", "", nil},
+		{"attest", "key-broker.yaml", "kbs-rbac", nil},
+		{"gpudevices", "gpudevices.yaml", "", []string{"configmaps"}},
 	} {
-		t.Run(c.component, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("..", "components", c.component, "config", "rbac", "role.yaml"))
+		if c.role == "" {
+			c.role = "rbac"
+		}
+		t.Run(c.component+"/"+c.role, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("..", "components", c.component, "config", c.role, "role.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +78,7 @@ func TestClusterRolesMatchGenerated(t *testing.T) {
 					t.Fatalf("%s: %v", template, err)
 				}
 				if diff := cmp.Diff(part.want, chart); diff != "" {
-					t.Errorf("%s (%s) differs from components/%s/config/rbac/role.yaml; copy the generated rules (-generated +chart):\n%s", template, part.marker, c.component, diff)
+					t.Errorf("%s (%s) differs from components/%s/config/%s/role.yaml; copy the generated rules (-generated +chart):\n%s", template, part.marker, c.component, c.role, diff)
 				}
 			}
 		})

@@ -25,6 +25,7 @@ commands:
   controller   challenge every node's attester and write attested NodeSecurityStates
   attester     answer challenges with this node's TEE evidence
   key-broker   release tenants' keys to their pods on attested nodes (KBS protocol)
+  kbs-client   fetch keys from the key broker with this pod's service-account token
   version      print the version
 
 Run a command with -h for its flags.
@@ -72,6 +73,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return runKeyBroker(ctx, o, stdout, stderr)
+	case "kbs-client":
+		return runKBSClient(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		_, err := fmt.Fprintf(stdout, "%s %s\n", Name, version.Get())
 		return err
