@@ -86,7 +86,8 @@ func identify(st authenticationv1.TokenReviewStatus) (*identity, string) {
 
 // whereabouts checks, from the API server, that the identity's pod still
 // runs, on the identity's node, and that the request comes from one of
-// its IPs. It returns the pod and node, or a refusal.
+// its IPs. It returns the pod and node, or a refusal with the pod when it
+// was read and is the token's, for the Event.
 func (b *Broker) whereabouts(ctx context.Context, who *identity, peer string) (*corev1.Pod, *corev1.Node, *refusal) {
 	pod := &corev1.Pod{}
 	err := b.opts.Live.Get(ctx, client.ObjectKey{Namespace: who.namespace, Name: who.pod}, pod)
@@ -98,24 +99,24 @@ func (b *Broker) whereabouts(ctx context.Context, who *identity, peer string) (*
 	case pod.UID != who.podUID:
 		return nil, nil, refuse(http.StatusForbidden, guard.ReasonPodMismatch, "pod %s/%s is another pod (UID %s) than the token's (UID %s)", who.namespace, who.pod, pod.UID, who.podUID)
 	case pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-		return nil, nil, refuse(http.StatusForbidden, guard.ReasonPodMismatch, "pod %s/%s is finished or being deleted", who.namespace, who.pod)
+		return pod, nil, refuse(http.StatusForbidden, guard.ReasonPodMismatch, "pod %s/%s is finished or being deleted", who.namespace, who.pod)
 	case pod.Spec.NodeName != who.node:
-		return nil, nil, refuse(http.StatusForbidden, guard.ReasonPodMismatch, "pod %s/%s is bound to node %q, the token names node %s", who.namespace, who.pod, pod.Spec.NodeName, who.node)
+		return pod, nil, refuse(http.StatusForbidden, guard.ReasonPodMismatch, "pod %s/%s is bound to node %q, the token names node %s", who.namespace, who.pod, pod.Spec.NodeName, who.node)
 	case pod.Spec.ServiceAccountName != who.serviceAccount:
-		return nil, nil, refuse(http.StatusForbidden, guard.ReasonPodMismatch, "pod %s/%s runs as service account %s, the token is %s's", who.namespace, who.pod, pod.Spec.ServiceAccountName, who.serviceAccount)
+		return pod, nil, refuse(http.StatusForbidden, guard.ReasonPodMismatch, "pod %s/%s runs as service account %s, the token is %s's", who.namespace, who.pod, pod.Spec.ServiceAccountName, who.serviceAccount)
 	}
 	if !hasIP(pod, peer) {
-		return nil, nil, refuse(http.StatusForbidden, guard.ReasonPeerMismatch, "the request comes from %s, which is not an IP of pod %s/%s", peer, who.namespace, who.pod)
+		return pod, nil, refuse(http.StatusForbidden, guard.ReasonPeerMismatch, "the request comes from %s, which is not an IP of pod %s/%s", peer, who.namespace, who.pod)
 	}
 	node := &corev1.Node{}
 	err = b.opts.Live.Get(ctx, client.ObjectKey{Name: who.node}, node)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, nil, refuse(http.StatusForbidden, guard.ReasonNodeChanged, "node %s no longer exists", who.node)
+		return pod, nil, refuse(http.StatusForbidden, guard.ReasonNodeChanged, "node %s no longer exists", who.node)
 	case err != nil:
-		return nil, nil, unavailable("reading node %s: %v", who.node, err)
+		return pod, nil, unavailable("reading node %s: %v", who.node, err)
 	case node.UID != who.nodeUID:
-		return nil, nil, refuse(http.StatusForbidden, guard.ReasonNodeChanged, "node %s was replaced: UID %s, the token names %s", who.node, node.UID, who.nodeUID)
+		return pod, nil, refuse(http.StatusForbidden, guard.ReasonNodeChanged, "node %s was replaced: UID %s, the token names %s", who.node, node.UID, who.nodeUID)
 	}
 	return pod, node, nil
 }

@@ -30,8 +30,16 @@ var (
 	controllerConfig *rest.Config
 )
 
-// controllerUser is the controller's service account.
-const controllerUser = "system:serviceaccount:xila-guard-system:xila-guard-attest"
+// controllerUser is the controller's service account, brokerUser the key
+// broker's.
+const (
+	controllerUser = "system:serviceaccount:xila-guard-system:xila-guard-attest"
+	brokerUser     = "system:serviceaccount:xila-guard-system:xila-guard-kbs"
+)
+
+// brokerConfig reaches the API server as the key broker, bound to its
+// generated ClusterRole and to a Role reading Secrets in xila-guard-system.
+var brokerConfig *rest.Config
 
 // stopController stops the shared controller, when one runs.
 var stopController = func() {}
@@ -51,7 +59,11 @@ func run(m *testing.M) int {
 	}
 	defer e.Stop()
 	k8s = e.Client
-	if controllerConfig, err = bindGeneratedRole(e.Environment); err != nil {
+	if controllerConfig, err = bindGeneratedRole(e.Environment, "rbac", controllerUser); err != nil {
+		fmt.Fprintf(os.Stderr, "integration tests cannot run: %v\n", err)
+		return 1
+	}
+	if brokerConfig, err = bindGeneratedRole(e.Environment, "kbs-rbac", brokerUser); err != nil {
 		fmt.Fprintf(os.Stderr, "integration tests cannot run: %v\n", err)
 		return 1
 	}
@@ -59,27 +71,27 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// bindGeneratedRole binds config/rbac/role.yaml to controllerUser and
-// returns that user's config.
-func bindGeneratedRole(env *envtest.Environment) (*rest.Config, error) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+// bindGeneratedRole binds config/<dir>/role.yaml to user and returns that
+// user's config.
+func bindGeneratedRole(env *envtest.Environment, dir, user string) (*rest.Config, error) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", dir, "role.yaml"))
 	if err != nil {
 		return nil, err
 	}
 	role := &rbacv1.ClusterRole{}
 	if err := yaml.UnmarshalStrict(data, role); err != nil {
-		return nil, fmt.Errorf("config/rbac/role.yaml: %w", err)
+		return nil, fmt.Errorf("config/%s/role.yaml: %w", dir, err)
 	}
 	ctx := context.Background()
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: controllerUser}}}
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
 	for _, o := range []client.Object{role, binding} {
 		if err := k8s.Create(ctx, o); err != nil {
 			return nil, err
 		}
 	}
-	u, err := env.AddUser(envtest.User{Name: controllerUser}, nil)
+	u, err := env.AddUser(envtest.User{Name: user}, nil)
 	if err != nil {
 		return nil, err
 	}
