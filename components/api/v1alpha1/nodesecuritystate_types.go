@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -185,6 +186,15 @@ type TEEFacts struct {
 	// +kubebuilder:validation:Pattern=`^[0-9a-f]{128}$`
 	// +optional
 	ChipID string `json:"chipID,omitempty"`
+
+	// epcSize is the size of the SGX enclave page cache the node offers
+	// enclaves, in bytes (the unit of sgx.intel.com/epc). It is a platform
+	// fact that no report signs: attested evidence carries what the node's
+	// attester states beside its verified report, NFD-sourced evidence
+	// what NFD read from the CPU. The TEE resource plugin advertises it as
+	// the node's sgx.intel.com/epc capacity.
+	// +optional
+	EPCSize *resource.Quantity `json:"epcSize,omitempty"`
 
 	// attestation is the latest remote attestation verdict, if any.
 	// +optional

@@ -549,6 +549,11 @@ func (in *TEEFacts) DeepCopyInto(out *TEEFacts) {
 		*out = new(SNPTCB)
 		**out = **in
 	}
+	if in.EPCSize != nil {
+		in, out := &in.EPCSize, &out.EPCSize
+		x := (*in).DeepCopy()
+		*out = &x
+	}
 	if in.Attestation != nil {
 		in, out := &in.Attestation, &out.Attestation
 		*out = new(Attestation)
