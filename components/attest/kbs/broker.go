@@ -198,6 +198,9 @@ func (b *Broker) attest(w http.ResponseWriter, r *http.Request) {
 	}()
 	b.record(rec, f, "the session attested")
 	if f != nil {
+		// A refused attestation ends the session: its nonce is not
+		// offered for another try.
+		b.sessions.drop(sess.id)
 		b.answer(w, "attest", f)
 		return
 	}
@@ -303,9 +306,15 @@ func (b *Broker) judge(ctx context.Context, sess *session, who *identity, peer s
 	switch {
 	case ev.Pod.Decision != guard.DecisionAllow:
 		return pod, &refusal{status: http.StatusForbidden, reasons: ev.Pod.Reasons, detail: join(ev.Pod.Message, id.Note)}
-	case len(ev.Results) != 1 || ev.Results[0].Decision != guard.DecisionAllow:
+	case len(ev.Results) != 1:
+		return pod, unavailable("the evaluator gave %d results for one node", len(ev.Results))
+	case ev.Results[0].Decision != guard.DecisionAllow:
 		res := ev.Results[0]
 		return pod, &refusal{status: http.StatusForbidden, reasons: res.Reasons, detail: fmt.Sprintf("%s on node %s: %s", res.Decision, node.Name, res.Message)}
+	case slices.Contains(ev.Results[0].Reasons, guard.ReasonUnguardedNode):
+		// Confinement Any allows a node in no pool without judging its
+		// evidence; a key is released only on evidence that was judged.
+		return pod, refuse(http.StatusForbidden, guard.ReasonUnguardedNode, "node %s is in no pool: the evaluator allows it under confinement Any without judging its evidence, and keys are released only on judged evidence", node.Name)
 	}
 	return pod, nil
 }
@@ -403,6 +412,9 @@ func firstReason(f *refusal) guard.Reason {
 }
 
 func reasonsOf(f *refusal) string {
+	if len(f.reasons) == 0 {
+		return "no decision"
+	}
 	s := make([]string, len(f.reasons))
 	for i, r := range f.reasons {
 		s[i] = string(r)
