@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -56,7 +58,12 @@ func attestedFrom(ctx context.Context, t *testing.T) *tenantPool {
 // refused; a worker whose attester stops grows stale and is refused; an
 // attester tampered with to state another measurement refuses new pods;
 // and a controller switched to the production profile refuses the lab
-// chain as TEST_ROOT_OF_TRUST.
+// chain as TEST_ROOT_OF_TRUST. On the way it checks the key broker: a
+// tenant's pod on the attested worker gets the tenant's key; its token
+// replayed from another node is PEER_MISMATCH; another tenant's pod on the
+// same worker is KEY_NOT_OWNED; while the worker's attestation is stale
+// the running pod is ATTESTATION_STALE, and once the worker is attested
+// anew NODE_CHANGED, while a pod bound after gets the key.
 func TestAttestation(t *testing.T) {
 	f := features.New("attested evidence: lab TEE, verified reports, attestation-gated placement").
 		Setup(installAttestation).
@@ -122,6 +129,90 @@ func TestAttestation(t *testing.T) {
 			deletePodNow(ctx, t, cs, p)
 			return ctx
 		}).
+		Assess("key release: the tenant's pod on the attested worker gets the tenant's key", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			a, k := attestedFrom(ctx, t), keyReleaseFrom(ctx, t)
+			cs := clientset(t, cfg)
+			w := a.workers[attestedWorker]
+			// The holder keeps running, so that the later steps ask again
+			// from the same pod, token and address.
+			k.holder = "key-holder"
+			p := createHolder(ctx, t, cs, a.tenant, k.holder)
+			if p.Spec.NodeName != w {
+				t.Fatalf("pod %s runs on %s, want the attested worker %s", p.Name, p.Spec.NodeName, w)
+			}
+			wantBoundEvidence(t, p, waitAttested(ctx, t, cfg, w, time.Minute, func(*attestedSpec) bool { return true }))
+			r := kbsExec(ctx, t, cfg, a.tenant, k.holder, k.resource)
+			wantReleased(t, "the holder", r, k.sha256)
+			// The Event of the session's attestation: the broker's recorder
+			// folds later Events of the same reason about the pod, the key's
+			// included, into that one's series, so the audit line shows the key.
+			waitKeyEvent(ctx, t, cs, p, keyReleasedEvent, "granted on node "+w)
+			waitAudit(ctx, t, cs, "the holder's key", func(r *auditRecord) bool {
+				return r.Decision == "released" && r.Pod == p.Name && r.Namespace == a.tenant && r.Tenant == a.tenant &&
+					r.Key == k.resource && r.Node == w && r.Peer == p.Status.PodIP
+			})
+			return ctx
+		}).
+		Assess("key release: the holder's token replayed from another node is PEER_MISMATCH", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			a, k := attestedFrom(ctx, t), keyReleaseFrom(ctx, t)
+			cs := clientset(t, cfg)
+			holder, err := cs.CoreV1().Pods(a.tenant).Get(ctx, k.holder, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The holder's token: the API server mints it bound to the
+			// holder, as the kubelet does for its projected volume.
+			tr, err := cs.CoreV1().ServiceAccounts(a.tenant).CreateToken(ctx, holder.Spec.ServiceAccountName, &authenticationv1.TokenRequest{
+				Spec: authenticationv1.TokenRequestSpec{Audiences: []string{kbsAudience}, ExpirationSeconds: ptrTo(int64(600)),
+					BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: holder.Name, UID: holder.UID}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("a token bound to %s: %v", holder.Name, err)
+			}
+			k.replayNS = envconf.RandomName("xg-replay", 16)
+			if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k.replayNS}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cs.CoreV1().Secrets(k.replayNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "stolen"},
+				StringData: map[string]string{"token": tr.Status.Token}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// The replay runs on the control plane, with the default scheduler.
+			p := kbsPod("replay", "--token-file=/var/run/secrets/stolen/token", k.resource)
+			p.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+			p.Spec.Volumes = []corev1.Volume{{Name: "stolen", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "stolen"}}}}
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "stolen", MountPath: "/var/run/secrets/stolen", ReadOnly: true}}
+			created := createWhenAccountExists(ctx, t, cs, k.replayNS, p)
+			r, replay := podResult(ctx, t, cs, created)
+			if replay.Spec.NodeName == holder.Spec.NodeName {
+				t.Fatalf("the replay ran on the holder's node %s", replay.Spec.NodeName)
+			}
+			wantRefused(t, "the holder's token from "+replay.Spec.NodeName, r, "PEER_MISMATCH")
+			// The refusal is about the token's pod, the holder.
+			waitKeyEvent(ctx, t, cs, holder, keyRefusedEvent, "PEER_MISMATCH", replay.Status.PodIP)
+			waitAudit(ctx, t, cs, "the replay", func(r *auditRecord) bool {
+				return r.Decision == "refused" && slices.Contains(r.Reasons, "PEER_MISMATCH") && r.Pod == holder.Name &&
+					r.Namespace == a.tenant && r.Peer == replay.Status.PodIP
+			})
+			// The holder itself still gets the key.
+			wantReleased(t, "the holder again", kbsExec(ctx, t, cfg, a.tenant, k.holder, k.resource), k.sha256)
+			return ctx
+		}).
+		Assess("key release: another tenant's pod on the same worker is KEY_NOT_OWNED", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			a, k := attestedFrom(ctx, t), keyReleaseFrom(ctx, t)
+			cs := clientset(t, cfg)
+			// The other tenant shares the pool and the policy: its pod is
+			// placed on the attested worker and attests, but the key is
+			// the attested tenant's.
+			p := createHolder(ctx, t, cs, k.other, "borrower")
+			if p.Spec.NodeName != a.workers[attestedWorker] {
+				t.Errorf("pod %s/%s runs on %s, want the attested worker %s", p.Namespace, p.Name, p.Spec.NodeName, a.workers[attestedWorker])
+			}
+			wantRefused(t, "another tenant's pod", kbsExec(ctx, t, cfg, k.other, p.Name, k.resource), "KEY_NOT_OWNED")
+			waitKeyEvent(ctx, t, cs, p, keyRefusedEvent, "KEY_NOT_OWNED", "key "+k.resource)
+			return ctx
+		}).
 		Assess("attester stopped: the node's attestation grows stale and it is refused; back, it is attested anew", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			a := attestedFrom(ctx, t)
 			cs := clientset(t, cfg)
@@ -138,6 +229,9 @@ func TestAttestation(t *testing.T) {
 			}
 			p := createTenantPod(ctx, t, cs, a.tenant, "after-stop", pinnedToNode(w))
 			waitRefusedWith(ctx, t, cs, p, "ATTESTATION_STALE")
+			// The key holder, bound before, is refused as new pods are.
+			k := keyReleaseFrom(ctx, t)
+			wantRefused(t, "the holder, its node stale", kbsExec(ctx, t, cfg, a.tenant, k.holder, k.resource), "ATTESTATION_STALE")
 			patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: ptrTo("on")})
 			after := waitAttested(ctx, t, cfg, w, 2*time.Minute, func(s *attestedSpec) bool {
 				return s.TEE.Attestation.Verdict == "Passed" && s.Incarnation != before.Incarnation
@@ -148,6 +242,16 @@ func TestAttestation(t *testing.T) {
 			if got := waitRunning(ctx, t, cs, a.tenant, p.Name).Spec.NodeName; got != w {
 				t.Errorf("pod %s runs on %s, want %s", p.Name, got, w)
 			}
+			// Attested anew, by another attester: the holder was bound
+			// against the evidence before and gets no key again; a pod
+			// bound against the new evidence does.
+			wantRefused(t, "the holder, its node attested anew", kbsExec(ctx, t, cfg, a.tenant, k.holder, k.resource), "NODE_CHANGED")
+			fresh := createHolder(ctx, t, cs, a.tenant, "key-after-return")
+			if fresh.Spec.NodeName != w {
+				t.Errorf("pod %s runs on %s, want %s", fresh.Name, fresh.Spec.NodeName, w)
+			}
+			wantBoundEvidence(t, fresh, after)
+			wantReleased(t, "a pod bound after the attester came back", kbsExec(ctx, t, cfg, a.tenant, fresh.Name, k.resource), k.sha256)
 			return ctx
 		}).
 		Assess("attester tampered with: its node states another measurement and new pods are Pending with MEASUREMENT_NOT_ALLOWED", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -202,6 +306,7 @@ func installAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 			"maxAttestationAge":   maxAttestationAge.String(),
 		},
 	})
+	ctx = setUpKeyRelease(ctx, t, cs, dyn, a.tenant)
 	for _, w := range a.workers {
 		setPool(ctx, t, cs, w, a.tenant)
 		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: ptrTo("on")})
@@ -245,6 +350,7 @@ func uninstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config
 	cs := clientset(t, cfg)
 	zero := int64(0)
 	_ = cs.CoreV1().Pods(a.tenant).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	tearDownKeyRelease(ctx, t, cs, dynamicClientFor(t, cfg), a.tenant)
 	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
 		"uninstall", releaseName, "-n", platformNS, "--wait")
 	_ = cs.CoreV1().Secrets(platformNS).Delete(ctx, "xila-guard-attest-lab-chain", metav1.DeleteOptions{})

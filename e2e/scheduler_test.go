@@ -291,7 +291,7 @@ func applyCRDs(ctx context.Context, t *testing.T, cfg *envconf.Config) {
 		"apply", "--server-side", "-f", filepath.Join(suite.RepoRoot, "components/api/config/crd"))
 	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(),
 		"wait", "--for=condition=Established", "--timeout=60s", "crd/placementpolicies.guard.xila.us",
-		"crd/tenantbindings.guard.xila.us", "crd/nodesecuritystates.guard.xila.us")
+		"crd/tenantbindings.guard.xila.us", "crd/nodesecuritystates.guard.xila.us", "crd/keyreleasepolicies.guard.xila.us")
 }
 
 // createPoolTenant creates a tenant of one namespace, both named tenant,

@@ -38,7 +38,10 @@ type clientResult struct {
 }
 
 // runKBSClient fetches resources from a key broker with the pod's token,
-// printing one JSON line per resource; it fails when any is refused.
+// printing one JSON line per resource; it fails when any is refused. With
+// --hold it then keeps running until ctx ends (SIGTERM), so that a pod
+// whose main process it is stays up and can run kbs-client again; --hold
+// with no resource fetches nothing and only holds.
 func runKBSClient(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(Name+" kbs-client", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -47,31 +50,44 @@ func runKBSClient(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	tee := fs.String("tee", "snp", "the TEE the client names: snp or tdx")
 	printKey := fs.Bool("print-key", false, "print the key itself, not only its SHA-256")
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on the whole exchange")
+	hold := fs.Bool("hold", false, "once every resource is released, keep running until SIGTERM (a refusal still exits non-zero at once); with no resource, only hold")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *url == "" || fs.NArg() == 0 {
-		return errors.New("usage: kbs-client --url URL <repository/type/tag>...")
+	if *url == "" || (fs.NArg() == 0 && !*hold) {
+		return errors.New("usage: kbs-client --url URL [--hold] <repository/type/tag>...")
 	}
-	token, err := os.ReadFile(*tokenFile)
-	if err != nil {
-		return fmt.Errorf("--token-file: %w", err)
+	if fs.NArg() > 0 {
+		token, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		if err := fetchResources(ctx, *url, strings.TrimSpace(string(token)), *tee, *timeout, *printKey, fs.Args(), stdout); err != nil || !*hold {
+			return err
+		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	<-ctx.Done()
+	return nil
+}
+
+// fetchResources runs one session, bounded by timeout, printing one JSON
+// line per resource; it fails when any is refused.
+func fetchResources(ctx context.Context, url, token, tee string, timeout time.Duration, printKey bool, paths []string, stdout io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
 	}
-	c := &kbs.Client{URL: *url, HTTP: &http.Client{}, TEE: *tee}
+	c := &kbs.Client{URL: url, HTTP: &http.Client{}, TEE: tee}
 	enc := json.NewEncoder(stdout)
-	sess, err := c.Attest(ctx, strings.TrimSpace(string(token)), key)
+	sess, err := attestRetrying(ctx, c, token, key)
 	if err != nil {
-		_ = enc.Encode(refusal(strings.Join(fs.Args(), ","), err))
+		_ = enc.Encode(refusal(strings.Join(paths, ","), err))
 		return err
 	}
 	var failed error
-	for _, path := range fs.Args() {
+	for _, path := range paths {
 		k, err := sess.Resource(ctx, path)
 		if err != nil {
 			_ = enc.Encode(refusal(path, err))
@@ -80,7 +96,7 @@ func runKBSClient(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		sum := sha256.Sum256(k)
 		out := clientResult{Resource: path, SHA256: hex.EncodeToString(sum[:])}
-		if *printKey {
+		if printKey {
 			out.Key = string(k)
 		}
 		_ = enc.Encode(out)
@@ -95,4 +111,21 @@ func refusal(path string, err error) clientResult {
 		out.Status, out.Reason = r.Status, r.Problem.Reason
 	}
 	return out
+}
+
+// attestRetrying attests, trying again while the broker answers 503 (it
+// could not decide yet, e.g. the pod's IP is not on record) until ctx ends.
+func attestRetrying(ctx context.Context, c *kbs.Client, token string, key *ecdsa.PrivateKey) (*kbs.Session, error) {
+	for {
+		sess, err := c.Attest(ctx, token, key)
+		var r *kbs.RefusedError
+		if err == nil || !errors.As(err, &r) || r.Status != http.StatusServiceUnavailable {
+			return sess, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }

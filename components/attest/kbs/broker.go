@@ -198,9 +198,9 @@ func (b *Broker) attest(w http.ResponseWriter, r *http.Request) {
 	}()
 	b.record(rec, f, "the session attested")
 	if f != nil {
-		// A refused attestation ends the session: its nonce is not
-		// offered for another try.
-		b.sessions.drop(sess.id)
+		// A refused attestation ends a session that has not attested:
+		// its nonce is not offered for another try.
+		b.sessions.dropUnattested(sess.id)
 		b.answer(w, "attest", f)
 		return
 	}
@@ -359,16 +359,19 @@ func (b *Broker) event(pod *corev1.Pod, rec *Record, f *refusal) {
 	if b.opts.Events == nil || pod == nil {
 		return
 	}
-	what := "attestation"
+	// Events of one pod, reason and action are one series, whatever their
+	// note: the action tells an attestation from a key, and a refusal's
+	// code one refusal from another.
+	what, action := "attestation", "Attest"
 	if rec.Key != "" {
-		what = "key " + rec.Key
+		what, action = "key "+rec.Key, "FetchKey"
 	}
 	if f == nil {
-		b.opts.Events.Eventf(pod, nil, corev1.EventTypeNormal, guard.EventReasonKeyReleased, "ReleaseKey",
+		b.opts.Events.Eventf(pod, nil, corev1.EventTypeNormal, guard.EventReasonKeyReleased, action,
 			"%s granted on node %s", what, rec.Node)
 		return
 	}
-	b.opts.Events.Eventf(pod, nil, corev1.EventTypeWarning, guard.EventReasonKeyRefused, "ReleaseKey",
+	b.opts.Events.Eventf(pod, nil, corev1.EventTypeWarning, guard.EventReasonKeyRefused, action+":"+string(firstReason(f)),
 		"%s refused on node %s: %s (%s)", what, rec.Node, reasonsOf(f), f.detail)
 }
 

@@ -390,6 +390,13 @@ func TestBroker(t *testing.T) {
 			records: []Record{withoutTenant(attRefused(guard.ReasonPeerMismatch))},
 		},
 		{
+			name:    "pod with no IP on record yet",
+			fixture: func(f *fixtures) { f.acmePod.Status.PodIPs = nil; f.acmePod.Status.PodIP = "" },
+			step:    "attest", status: http.StatusServiceUnavailable, ptype: "unavailable",
+			events:  []string{refusedAt("no decision")},
+			records: []Record{withoutTenant(attRefused())},
+		},
+		{
 			name:    "pod on the host network",
 			fixture: func(f *fixtures) { f.acmePod.Spec.HostNetwork = true },
 			step:    "attest", status: http.StatusForbidden, reason: "PEER_MISMATCH",
@@ -982,9 +989,18 @@ func TestSessions(t *testing.T) {
 	if _, ok := s.get(b.id, now.Add(90*time.Second)); ok {
 		t.Error("b survived its expiry")
 	}
-	s.drop(c.id)
+	s.dropUnattested(c.id)
 	if _, ok := s.get(c.id, now.Add(90*time.Second)); ok {
 		t.Error("dropped session found")
+	}
+	// An attested session is not dropped by a refused second attempt.
+	d := s.open("snp", now.Add(90*time.Second), time.Minute)
+	if !s.attest(d.id, &identity{pod: "p"}, nil, "") {
+		t.Fatal("attest refused")
+	}
+	s.dropUnattested(d.id)
+	if _, ok := s.get(d.id, now.Add(90*time.Second)); !ok {
+		t.Error("an attested session was dropped")
 	}
 }
 

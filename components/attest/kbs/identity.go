@@ -105,6 +105,12 @@ func (b *Broker) whereabouts(ctx context.Context, who *identity, peer string) (*
 	case pod.Spec.ServiceAccountName != who.serviceAccount:
 		return pod, nil, refuse(http.StatusForbidden, guard.ReasonPodMismatch, "pod %s/%s runs as service account %s, the token is %s's", who.namespace, who.pod, pod.Spec.ServiceAccountName, who.serviceAccount)
 	}
+	if len(pod.Status.PodIPs) == 0 && !pod.Spec.HostNetwork {
+		// The kubelet records a pod's IPs only once its sandbox runs; a
+		// container that asks for its key at once can be ahead of it.
+		// Nothing is released, and the client may ask again.
+		return pod, nil, unavailable("pod %s/%s has no IP on record yet; try again", who.namespace, who.pod)
+	}
 	if !hasIP(pod, peer) {
 		return pod, nil, refuse(http.StatusForbidden, guard.ReasonPeerMismatch, "the request comes from %s, which is not an IP of pod %s/%s", peer, who.namespace, who.pod)
 	}

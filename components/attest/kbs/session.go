@@ -90,10 +90,12 @@ func (s *sessions) attest(id string, who *identity, key *jose.JSONWebKey, alg jo
 	return true
 }
 
-// drop ends a session.
-func (s *sessions) drop(id string) {
+// dropUnattested ends a session that has not attested.
+func (s *sessions) dropUnattested(id string) {
 	s.mu.Lock()
-	delete(s.m, id)
+	if sess, ok := s.m[id]; ok && !sess.attested {
+		delete(s.m, id)
+	}
 	s.mu.Unlock()
 }
 
