@@ -33,6 +33,7 @@ var goldenCases = []string{
 	"confidential-tsm",
 	"monitoring",
 	"gpu-devices",
+	"key-broker",
 }
 
 // generatedPEM matches the base64 PEM blobs that TLS mode generate makes

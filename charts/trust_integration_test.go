@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/testenv"
 )
 
@@ -47,11 +48,6 @@ var (
 	admin       = principal{"root", []string{"system:masters", "system:authenticated"}}
 	taintKeeper = principal{"system:serviceaccount:xila-guard-system:xila-guard-observe", []string{"system:serviceaccounts", "system:authenticated"}}
 )
-
-type principal struct {
-	user   string
-	groups []string
-}
 
 func (p principal) client(t *testing.T) kubernetes.Interface {
 	t.Helper()
@@ -84,8 +80,8 @@ func applyTrustPolicies(t *testing.T, vals map[string]any, key string) {
 			names = append(names, o.name())
 		}
 	}
-	if len(names) != 5 {
-		t.Fatalf("the chart rendered the policies %v, want the pool membership, evidence label, compliance label, pool pod and attested evidence policies", names)
+	if len(names) != 6 {
+		t.Fatalf("the chart rendered the policies %v, want the pool membership, evidence label, compliance label, pool pod, attested evidence and bound evidence policies", names)
 	}
 	// The policies take effect once the API server's policy informer has
 	// them: a node labelling itself into a pool is refused from then on.
@@ -510,4 +506,183 @@ func TestIntegrationBlastRadius(t *testing.T) {
 	if err := bind(binder, second, "general-1"); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
 		t.Errorf("another binder's binding with the webhook down: %v, want it refused (fail closed)", err)
 	}
+}
+
+// grantPodWrites lets every principal of the bound-evidence test write
+// pods, their status and bindings, as their roles (and the Node
+// authorizer, for a kubelet) would: only the policy refuses.
+func grantPodWrites(t *testing.T) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "trust-test-pod-writer"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "pods/binding", "bindings"},
+			Verbs: []string{"get", "create", "update", "patch"}}}}
+	var subjects []rbacv1.Subject
+	for _, g := range []string{"system:nodes", "system:serviceaccounts", "acme-developers"} {
+		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, Subjects: subjects}
+	for _, o := range []client.Object{role, binding} {
+		if err := env.Client.Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestIntegrationBoundEvidence applies the chart's admission policies to a
+// real API server and tries to forge, change or erase the record of the
+// evidence a pod was bound against from a tenant's seat and from a
+// node's (envtest runs without NodeRestriction: the policy alone
+// refuses), while the controlled scheduler's account writes it.
+func TestIntegrationBoundEvidence(t *testing.T) {
+	ctx := t.Context()
+	grantNodeWrites(t) // applyTrustPolicies probes with a node's write
+	grantPodWrites(t)
+	applyTrustPolicies(t, trustValues(t), poolKey)
+	t.Cleanup(func() { removeTrustPolicies(t) })
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: evidenceNS,
+		Labels: map[string]string{"guard.xila.us/tenant": "acme"}}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	const refused = "BOUND_EVIDENCE_RESERVED"
+	key := guard.AnnotationBoundEvidence
+	newPod := func(name string, annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: evidenceNS, Annotations: annotations},
+			Spec: corev1.PodSpec{SchedulerName: "xila-guard-scheduler", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	}
+	// The API server loads the policies in the background: wait until
+	// this one refuses a tenant's forged record.
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, last = tenantUser.client(t).CoreV1().Pods(evidenceNS).Create(ctx, newPod("probe", map[string]string{key: recordA}),
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last != nil && strings.Contains(last.Error(), refused), nil
+	})
+	if err != nil {
+		t.Fatalf("the bound evidence policy does not take effect: %v (last: %v)", err, last)
+	}
+	// fresh is the pod as the scheduler left it: bound, with record (""
+	// for none).
+	fresh := func(t *testing.T, record string) *corev1.Pod {
+		t.Helper()
+		_ = env.Client.Delete(t.Context(), newPod("train", nil), client.GracePeriodSeconds(0))
+		var p *corev1.Pod
+		err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			p, err = admin.client(t).CoreV1().Pods(evidenceNS).Create(ctx, newPod("train", map[string]string{"team": "vision"}), metav1.CreateOptions{})
+			return !apierrors.IsAlreadyExists(err), err
+		})
+		if err != nil {
+			t.Fatalf("creating pod train: %v", err)
+		}
+		if record != "" {
+			if err := recordPatch(t, schedulerSA, p.UID, &record, ""); err != nil {
+				t.Fatalf("the scheduler recording %s: %v", record, err)
+			}
+		}
+		return p
+	}
+	b := recordB
+	cases := []struct {
+		name   string
+		who    principal
+		before string // the record the pod has first, "" for none
+		do     func(t *testing.T, c kubernetes.Interface, p *corev1.Pod) error
+		want   string // "" for admitted
+		after  string // the record afterwards, when admitted
+	}{
+		{"tenant creates a pod with a forged record", tenantUser, "", func(t *testing.T, c kubernetes.Interface, _ *corev1.Pod) error {
+			_, err := c.CoreV1().Pods(evidenceNS).Create(t.Context(), newPod("forged", map[string]string{key: recordA}), metav1.CreateOptions{})
+			return err
+		}, refused, ""},
+		{"tenant adds a record", tenantUser, "", recordBy(&b, ""), refused, ""},
+		{"tenant changes the record", tenantUser, recordA, recordBy(&b, ""), refused, recordA},
+		{"tenant removes the record", tenantUser, recordA, recordBy(nil, ""), refused, recordA},
+		{"tenant replaces the pod's annotations, dropping the record", tenantUser, recordA, func(t *testing.T, c kubernetes.Interface, p *corev1.Pod) error {
+			got, err := c.CoreV1().Pods(evidenceNS).Get(t.Context(), p.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			got.Annotations = map[string]string{"team": "nlp"}
+			_, err = c.CoreV1().Pods(evidenceNS).Update(t.Context(), got, metav1.UpdateOptions{})
+			return err
+		}, refused, recordA},
+		{"tenant updates another annotation", tenantUser, recordA, func(t *testing.T, c kubernetes.Interface, p *corev1.Pod) error {
+			_, err := c.CoreV1().Pods(evidenceNS).Patch(t.Context(), p.Name, types.MergePatchType, []byte(`{"metadata":{"annotations":{"team":"nlp"}}}`), metav1.PatchOptions{})
+			return err
+		}, "", recordA},
+		{"kubelet changes the record through pods/status", kubelet, recordA, recordBy(&b, "status"), refused, recordA},
+		{"kubelet adds a record through pods/status", kubelet, "", recordBy(&b, "status"), refused, ""},
+		{"kubelet removes the record through pods/status", kubelet, recordA, recordBy(nil, "status"), refused, recordA},
+		{"kubelet changes the record through pods", kubelet, recordA, recordBy(&b, ""), refused, recordA},
+		{"kubelet's status update that keeps the record", kubelet, recordA, func(t *testing.T, c kubernetes.Interface, p *corev1.Pod) error {
+			_, err := c.CoreV1().Pods(evidenceNS).Patch(t.Context(), p.Name, types.MergePatchType,
+				[]byte(`{"status":{"conditions":[{"type":"Ready","status":"False"}]}}`), metav1.PatchOptions{}, "status")
+			return err
+		}, "", recordA},
+		{"the scheduler's account name in group system:nodes", nodeAsScheduler, "", recordBy(&b, ""), refused, ""},
+		{"a binder binds with a forged record", principal{"system:serviceaccount:volcano-system:volcano-scheduler", []string{"system:serviceaccounts", "system:authenticated"}}, "",
+			func(t *testing.T, c kubernetes.Interface, p *corev1.Pod) error {
+				return c.CoreV1().Pods(evidenceNS).Bind(t.Context(), &corev1.Binding{
+					ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: evidenceNS, UID: p.UID, Annotations: map[string]string{key: recordA}},
+					Target:     corev1.ObjectReference{Kind: "Node", Name: "n1"}}, metav1.CreateOptions{})
+			}, refused, ""},
+		{"an administrator changes the record", admin, recordA, recordBy(&b, ""), refused, recordA},
+		{"the scheduler records the evidence", schedulerSA, "", recordBy(&b, ""), "", recordB},
+		{"the scheduler replaces an earlier record", schedulerSA, recordA, recordBy(&b, ""), "", recordB},
+		{"the scheduler removes an earlier record", schedulerSA, recordA, recordBy(nil, ""), "", ""},
+		{"the scheduler binds", schedulerSA, recordA, func(t *testing.T, c kubernetes.Interface, p *corev1.Pod) error {
+			return c.CoreV1().Pods(evidenceNS).Bind(t.Context(), &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: evidenceNS, UID: p.UID},
+				Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}, metav1.CreateOptions{})
+		}, "", recordA},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := fresh(t, tc.before)
+			err := tc.do(t, tc.who.client(t), p)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%s: refused: %v", tc.who.user, err)
+			case tc.want != "" && err == nil:
+				t.Errorf("%s: allowed, want refused with %s", tc.who.user, tc.want)
+			case tc.want != "" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.who.user)):
+				t.Errorf("%s: refused with %v, want %s naming the user", tc.who.user, err, tc.want)
+			}
+			got := &corev1.Pod{}
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: evidenceNS, Name: p.Name}, got); err != nil {
+				t.Fatal(err)
+			}
+			if v := got.Annotations[key]; v != tc.after {
+				t.Errorf("the record is %q afterwards, want %q", v, tc.after)
+			}
+		})
+	}
+}
+
+// recordBy writes the pod's record (nil removes it) as the scheduler
+// does, through sub ("" or "status").
+func recordBy(record *string, sub string) func(t *testing.T, c kubernetes.Interface, p *corev1.Pod) error {
+	return func(t *testing.T, c kubernetes.Interface, p *corev1.Pod) error {
+		return patchRecord(t.Context(), c, p.UID, record, sub)
+	}
+}
+
+func recordPatch(t *testing.T, who principal, uid types.UID, record *string, sub string) error {
+	return patchRecord(t.Context(), who.client(t), uid, record, sub)
+}
+
+// patchRecord is the plugin's JSON merge patch of pod train's record,
+// with its UID as precondition.
+func patchRecord(ctx context.Context, c kubernetes.Interface, uid types.UID, record *string, sub string) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid,
+		"annotations": map[string]*string{guard.AnnotationBoundEvidence: record}}})
+	if err != nil {
+		return err
+	}
+	var subs []string
+	if sub != "" {
+		subs = []string{sub}
+	}
+	_, err = c.CoreV1().Pods(evidenceNS).Patch(ctx, "train", types.MergePatchType, body, metav1.PatchOptions{}, subs...)
+	return err
 }

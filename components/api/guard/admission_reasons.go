@@ -62,6 +62,12 @@ const (
 	// ReasonPoolMembershipLocked: a node's pool label or pool taint is
 	// changed or removed while tenant pods run on it.
 	ReasonPoolMembershipLocked Reason = "POOL_MEMBERSHIP_LOCKED"
+	// ReasonBoundEvidenceReserved: a principal other than the controlled
+	// scheduler adds, changes or removes a pod's AnnotationBoundEvidence
+	// (at CREATE, UPDATE, through pods/status or a binding). The API
+	// server gives it, from the chart's admission policy
+	// xila-guard-bound-evidence, not the webhook.
+	ReasonBoundEvidenceReserved Reason = "BOUND_EVIDENCE_RESERVED"
 	// ReasonUnexpectedRequest: the admission request is for a resource,
 	// subresource, kind or operation the endpoint does not judge, or its
 	// object cannot be decoded.
@@ -71,13 +77,14 @@ const (
 	ReasonLookupFailed Reason = "LOOKUP_FAILED"
 )
 
-// AdmissionReasons lists the webhook's own reasons, in the order above.
-// None of them is among Reasons or CallerReasons.
+// AdmissionReasons lists the webhook's own reasons and the bound-evidence
+// policy's, in the order above. None of them is among Reasons or
+// CallerReasons.
 var AdmissionReasons = []Reason{
 	ReasonSchedulerNotAllowed, ReasonNodeNameSet, ReasonPrivilegedContainer,
 	ReasonHostNetwork, ReasonHostPID, ReasonHostIPC, ReasonHostPathVolume,
 	ReasonPodSecurityBaseline, ReasonPodSecurityRestricted, ReasonImageNotPinned, ReasonImageNotAllowed, ReasonForeignPool, ReasonSchedulerProfileMismatch,
 	ReasonPoolToleration, ReasonPoolSelector, ReasonPoolNodeName, ReasonNodeUnknown,
-	ReasonBindingNotAllowed, ReasonPoolMembershipLocked,
+	ReasonBindingNotAllowed, ReasonPoolMembershipLocked, ReasonBoundEvidenceReserved,
 	ReasonUnexpectedRequest, ReasonLookupFailed,
 }

@@ -166,10 +166,15 @@ func (h *harness) schedule(pod *corev1.Pod) *cycle {
 	return c
 }
 
-// bind runs Reserve, the PreBind pre-flight and PreBind for the node.
+// bind runs Reserve, the PreBind pre-flight and PreBind for the node. The
+// pod is in the API server, as every pod the scheduler binds, for PreBind
+// to record its evidence on.
 func (h *harness) bind(c *cycle, pod *corev1.Pod, node string) *fwk.Status {
 	h.t.Helper()
 	ctx := context.Background()
+	if err := h.core.Tracker().Add(pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		h.t.Fatal(err)
+	}
 	if s := h.fw.RunReservePluginsReserve(ctx, c.state, pod, node); !s.IsSuccess() {
 		h.t.Fatalf("Reserve: %v", s)
 	}

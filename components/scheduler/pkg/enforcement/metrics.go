@@ -48,6 +48,12 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	evidenceRecordsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "xila_guard", Subsystem: "scheduler", Name: "evidence_records_total",
+		Help:           "PreBind writes of a protected pod's guard.xila.us/bound-evidence annotation, by result: ok, or error (the bind is refused and retried).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+
 	reusedTotal = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: "xila_guard", Subsystem: "scheduler", Name: "reused_answers_total",
 		Help:           "PreFilter snapshots answered with a recent answer about an identical snapshot instead of an evaluator call.",
@@ -60,7 +66,7 @@ var (
 // registerMetrics adds the plugin's metrics to the scheduler's /metrics.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(evaluationsTotal, evaluationDuration, refusalsTotal, reusedTotal, rechallengesTotal, rechallengeDuration)
+		legacyregistry.MustRegister(evaluationsTotal, evaluationDuration, refusalsTotal, reusedTotal, rechallengesTotal, rechallengeDuration, evidenceRecordsTotal)
 	})
 }
 

@@ -189,7 +189,9 @@ func (pl *Enforcement) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ 
 // PreBind re-judges the chosen node on its NodeSecurityState and policy as
 // read from the API server, and refuses the bind, which sends the pod back
 // to the queue, unless the evaluator allows it and the node is still the
-// one Filter judged.
+// one Filter judged. On the allow it records, in the pod's annotation
+// guard.AnnotationBoundEvidence, the node UID and evidence incarnation it
+// judged; a pod it cannot record that on is not bound.
 func (pl *Enforcement) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	st, err := readState(cs)
 	if err != nil {
@@ -198,7 +200,11 @@ func (pl *Enforcement) PreBind(ctx context.Context, cs fwk.CycleState, pod *core
 	if !st.id.protected {
 		return nil
 	}
-	return pl.confirm(ctx, pod, st, nodeName)
+	state, status := pl.confirm(ctx, pod, st, nodeName)
+	if !status.IsSuccess() {
+		return status
+	}
+	return pl.recordEvidence(ctx, pod, nodeName, state)
 }
 
 // New builds the plugin, and the evaluator of its profile, from its Args

@@ -39,18 +39,19 @@ type freshFacts struct {
 // and an attestation controller is configured, it asks the controller to
 // attest the node now (bounded by challengeTimeout) and judges the node
 // once more on the evidence that wrote; the incarnation must still be the
-// one Filter judged.
-func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleState, nodeName string) *fwk.Status {
+// one Filter judged. On an allow it also returns the NodeSecurityState
+// the allow was judged on, nil when the node has none.
+func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleState, nodeName string) (*v1alpha1.NodeSecurityState, *fwk.Status) {
 	since := time.Now()
 	select {
 	case pl.confirms <- struct{}{}:
 		defer func() { <-pl.confirms }()
 	case <-ctx.Done():
-		return fwk.AsStatus(fmt.Errorf("waiting to re-judge node %s: %w", nodeName, context.Cause(ctx)))
+		return nil, fwk.AsStatus(fmt.Errorf("waiting to re-judge node %s: %w", nodeName, context.Cause(ctx)))
 	}
-	status, stale := pl.judgeFresh(ctx, pod, st, nodeName, since)
+	state, status, stale := pl.judgeFresh(ctx, pod, st, nodeName, since)
 	if !stale || pl.challenger == nil {
-		return status
+		return state, status
 	}
 	// The node's attestation is too old or missing: attest it now, and
 	// judge it once more on what that wrote.
@@ -60,31 +61,32 @@ func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleSt
 	if err != nil {
 		rechallengesTotal.WithLabelValues("error").Inc()
 		countRefusal(pointPreBind, []guard.Reason{guard.ReasonAttestationStale})
-		return fwk.NewStatus(status.Code(), status.Message()+"; re-attesting the node failed: "+err.Error())
+		return nil, fwk.NewStatus(status.Code(), status.Message()+"; re-attesting the node failed: "+err.Error())
 	}
 	rechallengesTotal.WithLabelValues("ok").Inc()
-	status, _ = pl.judgeFresh(ctx, pod, st, nodeName, at)
-	return status
+	state, status, _ = pl.judgeFresh(ctx, pod, st, nodeName, at)
+	return state, status
 }
 
-// judgeFresh is one re-judgement of confirm. stale says that the node was
-// refused only for the age or absence of its attestation.
-func (pl *Enforcement) judgeFresh(ctx context.Context, pod *corev1.Pod, st *cycleState, nodeName string, since time.Time) (*fwk.Status, bool) {
+// judgeFresh is one re-judgement of confirm. On an allow, state is the
+// evidence judged (nil when the node has none); stale says that the node
+// was refused only for the age or absence of its attestation.
+func (pl *Enforcement) judgeFresh(ctx context.Context, pod *corev1.Pod, st *cycleState, nodeName string, since time.Time) (state *v1alpha1.NodeSecurityState, _ *fwk.Status, stale bool) {
 	node, err := pl.caches.nodes.Get(nodeName)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nodeChanged("node %s was deleted after it was judged", nodeName), false
+		return nil, nodeChanged("node %s was deleted after it was judged", nodeName), false
 	case err != nil:
-		return fwk.AsStatus(fmt.Errorf("reading node %s: %w", nodeName, err)), false
+		return nil, fwk.AsStatus(fmt.Errorf("reading node %s: %w", nodeName, err)), false
 	case node.UID != st.chosenUID:
-		return nodeChanged("node %s was replaced after it was judged: UID %s, now %s", nodeName, st.chosenUID, node.UID), false
+		return nil, nodeChanged("node %s was replaced after it was judged: UID %s, now %s", nodeName, st.chosenUID, node.UID), false
 	}
 	f, status := pl.readFresh(ctx, pod.Namespace, st, nodeName, since)
 	if status != nil {
-		return status, false
+		return nil, status, false
 	}
 	if f.state != nil && f.state.Spec.NodeUID != st.chosenUID {
-		return nodeChanged("the evidence of node %s now describes node UID %s, not the judged %s", nodeName, f.state.Spec.NodeUID, st.chosenUID), false
+		return nil, nodeChanged("the evidence of node %s now describes node UID %s, not the judged %s", nodeName, f.state.Spec.NodeUID, st.chosenUID), false
 	}
 	if j := st.judged[nodeName]; j != nil && j.incarnation != "" {
 		now := "none"
@@ -92,7 +94,7 @@ func (pl *Enforcement) judgeFresh(ctx context.Context, pod *corev1.Pod, st *cycl
 			now = f.state.Spec.Incarnation
 		}
 		if now != j.incarnation {
-			return nodeChanged("the evidence of node %s changed incarnation after it was judged: %s, now %s", nodeName, j.incarnation, now), false
+			return nil, nodeChanged("the evidence of node %s changed incarnation after it was judged: %s, now %s", nodeName, j.incarnation, now), false
 		}
 	}
 	n := candidate(node, node.Labels[pl.settings.poolLabel])
@@ -102,18 +104,21 @@ func (pl *Enforcement) judgeFresh(ctx context.Context, pod *corev1.Pod, st *cycl
 	ev, err := pl.evaluate(ctx, pointPreBind, pl.request(pod, &f.id, []wire.Node{n}))
 	if err != nil {
 		countRefusal(pointPreBind, []guard.Reason{guard.ReasonEvaluatorError})
-		return mismatchStatus(err), false
+		return nil, mismatchStatus(err), false
 	}
 	if ev.Pod.Decision != guard.DecisionAllow {
 		countRefusal(pointPreBind, ev.Pod.Reasons)
-		return podStatus(ev.Pod, f.id.note), false
+		return nil, podStatus(ev.Pod, f.id.note), false
 	}
 	r := ev.Results[0]
-	stale := r.Decision != guard.DecisionAllow && freshAttestationHelps(n.State, r.Reasons)
-	if r.Decision != guard.DecisionAllow && (!stale || pl.challenger == nil) {
+	if r.Decision == guard.DecisionAllow {
+		return f.state, nil, false
+	}
+	stale = freshAttestationHelps(n.State, r.Reasons)
+	if !stale || pl.challenger == nil {
 		countRefusal(pointPreBind, r.Reasons)
 	}
-	return nodeStatus(newJudgement(n.UID, r)), stale
+	return nil, nodeStatus(newJudgement(n.UID, r)), stale
 }
 
 // readFresh reads the node's evidence and the policy from the API server,

@@ -15,6 +15,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
+	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
@@ -111,6 +112,10 @@ func TestIntegrationFilterPreBindRace(t *testing.T) {
 		if got := waitBound(t, p); got != node.Name {
 			t.Errorf("bound to %s, want %s", got, node.Name)
 		}
+		// The record is of the evidence the bind was judged on.
+		if got, want := record(t, p), guard.BoundEvidence(string(node.UID), "boot-2"); got != want {
+			t.Errorf("%s = %q, want %q", guard.AnnotationBoundEvidence, got, want)
+		}
 	})
 	t.Run("evidence turns bad", func(t *testing.T) {
 		node := newNode(t, tn.id)
@@ -144,6 +149,9 @@ func TestIntegrationFilterPreBindRace(t *testing.T) {
 		waitEvent(t, p, "NODE_CHANGED", string(node.UID))
 		if got := waitBound(t, p); got != node.Name {
 			t.Errorf("bound to %s, want %s", got, node.Name)
+		}
+		if got, want := record(t, p), guard.BoundEvidence(string(reborn.UID), "boot-2"); got != want {
+			t.Errorf("%s = %q, want the re-provisioned node's %q", guard.AnnotationBoundEvidence, got, want)
 		}
 	})
 }
