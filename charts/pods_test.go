@@ -21,7 +21,7 @@ func TestPodSettings(t *testing.T) {
 	spread := []any{map[string]any{"maxSkew": int64(1), "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
 		"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/part-of": "xila-guard"}}}}
 	for _, path := range [][]string{{"enforcement", "core"}, {"enforcement", "scheduler"}, {"webhook"}, {"observe"}, {"networkPolicy"},
-		{"confidential", "controller"}, {"confidential", "attester"}, {"gpuDevicePolicies", "controller"}} {
+		{"confidential", "controller"}, {"confidential", "attester"}, {"confidential", "keyBroker"}, {"gpuDevicePolicies", "controller"}} {
 		m := vals
 		for _, k := range path {
 			next, ok := m[k].(map[string]any)
@@ -36,6 +36,7 @@ func TestPodSettings(t *testing.T) {
 			m["topologySpreadConstraints"] = spread
 		}
 	}
+	vals["confidential"].(map[string]any)["keyBroker"].(map[string]any)["enabled"] = true
 	objs := objects(t, mustRender(t, loadChart(t), vals).Manifest)
 	seen := 0
 	for _, o := range objs {
@@ -67,12 +68,25 @@ func TestPodSettings(t *testing.T) {
 			t.Errorf("%s lost its config checksum", o)
 		}
 	}
-	if seen != 8 {
-		t.Errorf("%d Deployments and DaemonSets rendered, want 8", seen)
+	if seen != 9 {
+		t.Errorf("%d Deployments and DaemonSets rendered, want 9", seen)
 	}
 	vals["pods"] = map[string]any{"labels": map[string]any{"app.kubernetes.io/name": "mine"}}
 	if _, err := render(loadChart(t), vals); err == nil || !strings.Contains(err.Error(), "pods.labels cannot set app.kubernetes.io/name") {
 		t.Errorf("a selector label in pods.labels: %v", err)
+	}
+}
+
+// TestTEETaintsNeedObserveAndWebhook: the TEE taints without the observe
+// controller (which keeps them) or the webhook (which tolerates them) fail
+// the install instead of tainting nodes no pod can tolerate.
+func TestTEETaintsNeedObserveAndWebhook(t *testing.T) {
+	for _, off := range []string{"observe", "webhook"} {
+		vals := readValues(t, "key-broker")
+		vals[off].(map[string]any)["enabled"] = false
+		if _, err := render(loadChart(t), withTestCA(t, vals)); err == nil || !strings.Contains(err.Error(), "confidential.teeTaints needs observe.enabled") {
+			t.Errorf("teeTaints with %s off: %v", off, err)
+		}
 	}
 }
 

@@ -37,6 +37,14 @@ const (
 	// the bind-time judgement stays the backstop.
 	ComplianceLabelPrefix = "compliance." + GroupName + "/"
 
+	// TaintTEE is the key of the NoSchedule taint the observe controller
+	// keeps on every node whose attested evidence shows a TEE, with the TEE
+	// type as value (SEV-SNP, TDX, SGX): scarce confidential nodes are kept
+	// for the pods that need them. The webhook's mutating endpoint adds the
+	// toleration to pods that request an enclave resource (sgx.intel.com/*)
+	// and to pods whose policy asks for a TEE type.
+	TaintTEE = GroupName + "/tee"
+
 	// ComplianceLabelValue is the value of a compliance label.
 	ComplianceLabelValue = "true"
 )

@@ -27,6 +27,7 @@ type Options struct {
 	MockEvidence     bool
 	PublishEvidence  bool
 	TaintPools       bool
+	TaintTEE         bool
 	ComplianceLabels bool
 	RefreshPeriod    time.Duration
 	Resync           time.Duration
@@ -51,6 +52,7 @@ func ParseFlags(args []string, out io.Writer) (*Options, error) {
 	fs.BoolVar(&o.MockEvidence, "mock-evidence", false, "lab only: publish guard.xila.us/mock-* node labels as mock evidence")
 	fs.BoolVar(&o.PublishEvidence, "publish-evidence", true, "publish NodeSecurityStates from node feature labels")
 	fs.BoolVar(&o.TaintPools, "taint-pools", true, "keep the NoSchedule pool taint of pool nodes in step with their label")
+	fs.BoolVar(&o.TaintTEE, "taint-tee", false, "keep a "+guard.TaintTEE+"=<type>:NoSchedule taint on every node whose attested evidence shows a TEE")
 	fs.BoolVar(&o.ComplianceLabels, "compliance-labels", true, "keep a "+guard.ComplianceLabelPrefix+"<policy>=true label on each node the policy allows its tenants' pods on")
 	fs.DurationVar(&o.RefreshPeriod, "refresh-period", evidence.DefaultRefreshPeriod, "how often unchanged evidence gets a new observedAt")
 	fs.DurationVar(&o.Resync, "resync", postbind.DefaultResync, "how often every protected pod is re-evaluated")

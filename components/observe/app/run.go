@@ -25,6 +25,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/observe/metrics"
 	"github.com/xila-guard/xila-guard/components/observe/pooltaint"
 	"github.com/xila-guard/xila-guard/components/observe/postbind"
+	"github.com/xila-guard/xila-guard/components/observe/teetaint"
 )
 
 // RBAC of the controller's service account, the only writer of
@@ -108,6 +109,11 @@ func RunWithConfig(ctx context.Context, cfg *rest.Config, o *Options, report io.
 	if o.TaintPools {
 		if err := (&pooltaint.Manager{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the pool taint manager: %w", err)
+		}
+	}
+	if o.TaintTEE {
+		if err := (&teetaint.Manager{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the TEE taint manager: %w", err)
 		}
 	}
 	if o.ComplianceLabels {
