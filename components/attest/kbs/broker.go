@@ -26,8 +26,12 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultSessionTTL  = 5 * time.Minute
-	DefaultMaxSessions = 10000
+	// DefaultSessionTTL is how long an attested session lives: a client
+	// fetches its keys right after it attests.
+	DefaultSessionTTL = time.Minute
+	// DefaultMaxSessions sustains DefaultMaxSessions/DefaultSessionTTL
+	// new exchanges a second (333) on one replica.
+	DefaultMaxSessions = 20000
 )
 
 // IndexBindingNamespace is the field index of TenantBindings by the
@@ -190,7 +194,7 @@ func (b *Broker) attest(w http.ResponseWriter, r *http.Request) {
 			b.event(pod, rec, f)
 			return f
 		}
-		if !b.sessions.attest(sess.id, who, key, alg) {
+		if !b.sessions.attest(sess.id, who, key, alg, b.opts.Clock.Now().Add(b.opts.SessionTTL)) {
 			return refuse(http.StatusUnauthorized, guard.ReasonSessionInvalid, "the session has already attested, or has expired")
 		}
 		b.event(pod, rec, nil)
@@ -263,7 +267,8 @@ func (b *Broker) session(r *http.Request, attested bool) (session, *refusal) {
 // tenant's policy. It fills the record's tenant, and returns the pod for
 // the Event.
 func (b *Broker) judge(ctx context.Context, sess *session, who *identity, peer string, rec *Record) (*corev1.Pod, *refusal) {
-	pod, node, f := b.whereabouts(ctx, who, peer)
+	l := b.readLive(ctx, who)
+	pod, node, f := b.whereabouts(l, who, peer)
 	if f != nil {
 		return pod, f
 	}
@@ -271,8 +276,7 @@ func (b *Broker) judge(ctx context.Context, sess *session, who *identity, peer s
 	if bound == "" {
 		return pod, refuse(http.StatusForbidden, guard.ReasonBindingUnrecorded, "pod %s/%s has no %s annotation: it was not bound by the controlled scheduler", pod.Namespace, pod.Name, guard.AnnotationBoundEvidence)
 	}
-	nss := &v1alpha1.NodeSecurityState{}
-	err := b.opts.Live.Get(ctx, client.ObjectKey{Name: node.Name}, nss)
+	nss, err := l.nss, l.nssErr
 	switch {
 	case apierrors.IsNotFound(err):
 		return pod, refuse(http.StatusForbidden, guard.ReasonEvidenceMissing, "node %s has no NodeSecurityState", node.Name)

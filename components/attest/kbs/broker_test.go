@@ -930,16 +930,17 @@ func TestSealOpens(t *testing.T) {
 
 func TestSessions(t *testing.T) {
 	now := epoch
+	const ttl = 20 * time.Second // below pendingTTL: every session lives ttl
 	s := newSessions(2)
-	a := s.open("snp", now, time.Minute)
-	b := s.open("tdx", now.Add(30*time.Second), time.Minute)
+	a := s.open("snp", now, ttl)
+	b := s.open("tdx", now.Add(10*time.Second), ttl)
 	if a == nil || b == nil || a.id == b.id || a.nonce == b.nonce || a.id == a.nonce {
 		t.Fatalf("open: %+v %+v; want two sessions with their own random ID and nonce", a, b)
 	}
-	if s.open("snp", now, time.Minute) != nil {
+	if s.open("snp", now, ttl) != nil {
 		t.Error("a third session opened with max 2")
 	}
-	if got, ok := s.get(a.id, now.Add(59*time.Second)); !ok || got.tee != "snp" || got.nonce != a.nonce || got.attested {
+	if got, ok := s.get(a.id, now.Add(19*time.Second)); !ok || got.tee != "snp" || got.nonce != a.nonce || got.attested {
 		t.Errorf("get(a) before expiry = %+v, %v", got, ok)
 	}
 	if _, ok := s.get("unknown", now); ok {
@@ -949,13 +950,13 @@ func TestSessions(t *testing.T) {
 	// Attest once.
 	who := &identity{namespace: acmeNS, pod: acmePod}
 	key := &jose.JSONWebKey{KeyID: "k"}
-	if !s.attest(a.id, who, key, jose.ECDH_ES_A256KW) {
+	if !s.attest(a.id, who, key, jose.ECDH_ES_A256KW, now.Add(ttl)) {
 		t.Fatal("first attest refused")
 	}
-	if s.attest(a.id, &identity{namespace: "evil"}, key, jose.RSA_OAEP_256) {
+	if s.attest(a.id, &identity{namespace: "evil"}, key, jose.RSA_OAEP_256, now.Add(ttl)) {
 		t.Error("second attest accepted")
 	}
-	if s.attest("unknown", who, key, jose.ECDH_ES_A256KW) {
+	if s.attest("unknown", who, key, jose.ECDH_ES_A256KW, now.Add(ttl)) {
 		t.Error("attest of an unknown session accepted")
 	}
 	got, ok := s.get(a.id, now)
@@ -968,39 +969,57 @@ func TestSessions(t *testing.T) {
 		t.Error("changing get's result changed the session")
 	}
 
-	// Expiry: a expires at now+1m; the sweep on a full open removes it.
-	if _, ok := s.get(a.id, now.Add(time.Minute)); ok {
+	// Expiry: a expires at now+20s; the sweep on a full open removes it.
+	if _, ok := s.get(a.id, now.Add(ttl)); ok {
 		t.Error("get(a) at its expiry found it")
 	}
 	if s.len() != 1 {
 		t.Errorf("len = %d after get removed the expired session, want 1", s.len())
 	}
-	c := s.open("snp", now.Add(time.Minute), time.Minute)
+	c := s.open("snp", now.Add(20*time.Second), ttl)
 	if c == nil {
 		t.Fatal("open with one slot free refused")
 	}
-	if s.open("snp", now.Add(80*time.Second), time.Minute) != nil {
+	if s.open("snp", now.Add(25*time.Second), ttl) != nil {
 		t.Error("open with both sessions alive accepted")
 	}
-	// At now+90s b has expired: open sweeps it.
-	if d := s.open("snp", now.Add(90*time.Second), time.Minute); d == nil {
+	// At now+30s b has expired: open sweeps it.
+	if d := s.open("snp", now.Add(30*time.Second), ttl); d == nil {
 		t.Error("open after b expired refused")
 	}
-	if _, ok := s.get(b.id, now.Add(90*time.Second)); ok {
+	if _, ok := s.get(b.id, now.Add(30*time.Second)); ok {
 		t.Error("b survived its expiry")
 	}
 	s.dropUnattested(c.id)
-	if _, ok := s.get(c.id, now.Add(90*time.Second)); ok {
+	if _, ok := s.get(c.id, now.Add(30*time.Second)); ok {
 		t.Error("dropped session found")
 	}
 	// An attested session is not dropped by a refused second attempt.
-	d := s.open("snp", now.Add(90*time.Second), time.Minute)
-	if !s.attest(d.id, &identity{pod: "p"}, nil, "") {
+	d := s.open("snp", now.Add(30*time.Second), ttl)
+	if !s.attest(d.id, &identity{pod: "p"}, nil, "", now.Add(50*time.Second)) {
 		t.Fatal("attest refused")
 	}
 	s.dropUnattested(d.id)
-	if _, ok := s.get(d.id, now.Add(90*time.Second)); !ok {
+	if _, ok := s.get(d.id, now.Add(30*time.Second)); !ok {
 		t.Error("an attested session was dropped")
+	}
+}
+
+// TestSessionsPending: a session that has not attested lives at most
+// pendingTTL whatever the TTL; attesting gives it the whole TTL.
+func TestSessionsPending(t *testing.T) {
+	now := epoch
+	s := newSessions(4)
+	left := s.open("snp", now, time.Hour)
+	used := s.open("snp", now, time.Hour)
+	if !s.attest(used.id, &identity{pod: "p"}, nil, "", now.Add(10*time.Second).Add(time.Hour)) {
+		t.Fatal("attest refused")
+	}
+	if _, ok := s.get(left.id, now.Add(pendingTTL)); ok {
+		t.Errorf("a session left unattested lived past %s", pendingTTL)
+	}
+	if _, ok := s.get(used.id, now.Add(30*time.Minute)); !ok {
+		t.Error("an attested session expired before its TTL")
 	}
 }
 

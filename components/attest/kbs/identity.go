@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
 // The user extra keys with which the API server names a bound token's pod
@@ -84,13 +86,37 @@ func identify(st authenticationv1.TokenReviewStatus) (*identity, string) {
 	return who, ""
 }
 
-// whereabouts checks, from the API server, that the identity's pod still
-// runs, on the identity's node, and that the request comes from one of
-// its IPs. It returns the pod and node, or a refusal with the pod when it
-// was read and is the token's, for the Event.
-func (b *Broker) whereabouts(ctx context.Context, who *identity, peer string) (*corev1.Pod, *corev1.Node, *refusal) {
-	pod := &corev1.Pod{}
-	err := b.opts.Live.Get(ctx, client.ObjectKey{Namespace: who.namespace, Name: who.pod}, pod)
+// live is what a decision reads from the API server: the token's pod,
+// its node and the node's evidence, read at once.
+type live struct {
+	pod     *corev1.Pod
+	podErr  error
+	node    *corev1.Node
+	nodeErr error
+	nss     *v1alpha1.NodeSecurityState
+	nssErr  error
+}
+
+// readLive reads the identity's pod, node and evidence concurrently: one
+// round trip to the API server instead of three.
+func (b *Broker) readLive(ctx context.Context, who *identity) *live {
+	l := &live{pod: &corev1.Pod{}, node: &corev1.Node{}, nss: &v1alpha1.NodeSecurityState{}}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		l.podErr = b.opts.Live.Get(ctx, client.ObjectKey{Namespace: who.namespace, Name: who.pod}, l.pod)
+	})
+	wg.Go(func() { l.nodeErr = b.opts.Live.Get(ctx, client.ObjectKey{Name: who.node}, l.node) })
+	wg.Go(func() { l.nssErr = b.opts.Live.Get(ctx, client.ObjectKey{Name: who.node}, l.nss) })
+	wg.Wait()
+	return l
+}
+
+// whereabouts checks that the identity's pod still runs, on the
+// identity's node, and that the request comes from one of its IPs. It
+// returns the pod and node, or a refusal with the pod when it was read and
+// is the token's, for the Event.
+func (b *Broker) whereabouts(l *live, who *identity, peer string) (*corev1.Pod, *corev1.Node, *refusal) {
+	pod, err := l.pod, l.podErr
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil, refuse(http.StatusForbidden, guard.ReasonPodMismatch, "pod %s/%s no longer exists", who.namespace, who.pod)
@@ -114,8 +140,7 @@ func (b *Broker) whereabouts(ctx context.Context, who *identity, peer string) (*
 	if !hasIP(pod, peer) {
 		return pod, nil, refuse(http.StatusForbidden, guard.ReasonPeerMismatch, "the request comes from %s, which is not an IP of pod %s/%s", peer, who.namespace, who.pod)
 	}
-	node := &corev1.Node{}
-	err = b.opts.Live.Get(ctx, client.ObjectKey{Name: who.node}, node)
+	node, err := l.node, l.nodeErr
 	switch {
 	case apierrors.IsNotFound(err):
 		return pod, nil, refuse(http.StatusForbidden, guard.ReasonNodeChanged, "node %s no longer exists", who.node)

@@ -34,6 +34,9 @@ type identity struct {
 	nodeUID        types.UID
 }
 
+// pendingTTL bounds the life of a session that has not attested.
+const pendingTTL = 30 * time.Second
+
 // sessions holds the live sessions, at most max of them.
 type sessions struct {
 	mu  sync.Mutex
@@ -57,7 +60,9 @@ func (s *sessions) open(tee string, now time.Time, ttl time.Duration) *session {
 			return nil
 		}
 	}
-	sess := &session{id: random(), nonce: random(), tee: tee, expires: now.Add(ttl)}
+	// Until it attests, a session lives at most pendingTTL, so that
+	// sessions opened and left cannot fill the table for long.
+	sess := &session{id: random(), nonce: random(), tee: tee, expires: now.Add(min(ttl, pendingTTL))}
 	s.m[sess.id] = sess
 	return sess
 }
@@ -79,14 +84,14 @@ func (s *sessions) get(id string, now time.Time) (session, bool) {
 
 // attest records a session's verified identity and key. A session attests
 // once; a second attempt is refused so that a session cannot change hands.
-func (s *sessions) attest(id string, who *identity, key *jose.JSONWebKey, alg jose.KeyAlgorithm) bool {
+func (s *sessions) attest(id string, who *identity, key *jose.JSONWebKey, alg jose.KeyAlgorithm, expires time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess, ok := s.m[id]
 	if !ok || sess.attested {
 		return false
 	}
-	sess.attested, sess.who, sess.pubKey, sess.alg = true, who, key, alg
+	sess.attested, sess.who, sess.pubKey, sess.alg, sess.expires = true, who, key, alg, expires
 	return true
 }
 
