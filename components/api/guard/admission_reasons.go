@@ -62,6 +62,11 @@ const (
 	// ReasonPoolMembershipLocked: a node's pool label or pool taint is
 	// changed or removed while tenant pods run on it.
 	ReasonPoolMembershipLocked Reason = "POOL_MEMBERSHIP_LOCKED"
+	// ReasonMigrationOutsidePool: a KubeVirt VirtualMachineInstanceMigration
+	// in a protected namespace does not constrain its target to the
+	// tenant's pool (spec.addedNodeSelector without the pool label, or with
+	// another pool), or sends the VMI to another cluster (spec.sendTo).
+	ReasonMigrationOutsidePool Reason = "MIGRATION_OUTSIDE_POOL"
 	// ReasonBoundEvidenceReserved: a principal other than the controlled
 	// scheduler adds, changes or removes a pod's AnnotationBoundEvidence
 	// (at CREATE, UPDATE, through pods/status or a binding). The API
@@ -85,6 +90,6 @@ var AdmissionReasons = []Reason{
 	ReasonHostNetwork, ReasonHostPID, ReasonHostIPC, ReasonHostPathVolume,
 	ReasonPodSecurityBaseline, ReasonPodSecurityRestricted, ReasonImageNotPinned, ReasonImageNotAllowed, ReasonForeignPool, ReasonSchedulerProfileMismatch,
 	ReasonPoolToleration, ReasonPoolSelector, ReasonPoolNodeName, ReasonNodeUnknown,
-	ReasonBindingNotAllowed, ReasonPoolMembershipLocked, ReasonBoundEvidenceReserved,
+	ReasonBindingNotAllowed, ReasonPoolMembershipLocked, ReasonMigrationOutsidePool, ReasonBoundEvidenceReserved,
 	ReasonUnexpectedRequest, ReasonLookupFailed,
 }

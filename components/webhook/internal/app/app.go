@@ -140,6 +140,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	mux.Handle(admission.PodsPath, v.PodsHandler())
 	mux.Handle(admission.BindingsPath, v.BindingsHandler())
 	mux.Handle(admission.NodesPath, v.NodesHandler())
+	mux.Handle(admission.MigrationsPath, v.MigrationsHandler())
 	mux.Handle(admission.TEEPath, v.TEEHandler())
 	p.register(mux, reg)
 

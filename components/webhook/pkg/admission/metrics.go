@@ -24,7 +24,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "xila_guard_webhook_requests_total",
-			Help: "Admission requests judged, by resource (pods, pods/ephemeralcontainers, pods/binding, nodes), operation, result (allowed, denied) and reason (the first reason code of a refusal, NONE for an allow).",
+			Help: "Admission requests judged, by resource (pods, pods/ephemeralcontainers, pods/binding, nodes, virtualmachineinstancemigrations.kubevirt.io), operation, result (allowed, denied) and reason (the first reason code of a refusal, NONE for an allow).",
 		}, []string{"resource", "operation", "result", "reason"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "xila_guard_webhook_request_duration_seconds",
@@ -68,7 +68,7 @@ func (m *Metrics) observe(resource, operation string, o outcome, d time.Duration
 }
 
 var (
-	knownResources  = []string{"pods", "pods/ephemeralcontainers", "pods/binding", "bindings", "nodes"}
+	knownResources  = []string{"pods", "pods/ephemeralcontainers", "pods/binding", "bindings", "nodes", "virtualmachineinstancemigrations.kubevirt.io"}
 	knownOperations = []string{"CREATE", "UPDATE", "DELETE", "CONNECT"}
 )
 

@@ -1,0 +1,361 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/xila-guard/xila-guard/e2e/lab"
+)
+
+const (
+	// vmOwner is the tenant's user who runs and migrates the VM.
+	vmOwner = "xg-vm-owner"
+	// migrationJobUIDLabel is the label KubeVirt's controller puts on a
+	// migration's target pod, its value the migration's UID.
+	migrationJobUIDLabel = "kubevirt.io/migrationJobUID"
+	// The workers: the VM runs on the first, whose lab TEE states the
+	// allowed measurement; the second, the only other node of the pool,
+	// states another one until the test gives it the allowed one.
+	sourceWorker = 0
+	targetWorker = 1
+)
+
+var gvrMigration = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstancemigrations"}
+
+type migrationKey struct{}
+
+// migrationEnv is what the feature's Setup made.
+type migrationEnv struct {
+	*tenantPool
+	cluster *lab.Cluster
+	// vmi is the tenant's VMI, mig its admitted migration.
+	vmi, mig *unstructured.Unstructured
+	// source and target are the launcher pods KubeVirt's controller made.
+	source, target string
+}
+
+func migrationFrom(ctx context.Context, t *testing.T) *migrationEnv {
+	t.Helper()
+	m, ok := ctx.Value(migrationKey{}).(*migrationEnv)
+	if !ok {
+		t.Fatal("no migration set-up in the context: the feature's Setup failed")
+	}
+	return m
+}
+
+// TestVMMigration installs enforcement, the webhook with
+// confidential.vmMigrations, the attestation controller with lab
+// attesters and the key broker, with KubeVirt's CRDs (no KubeVirt
+// controller runs; the test acts as KubeVirt's controller), and migrates
+// a tenant's VM: a migration is admitted only with its target constrained
+// to the tenant's pool; the target pod KubeVirt's controller creates is
+// refused for the default scheduler; for the controlled scheduler it
+// waits while the only other node of the pool fails its attestation, and
+// once that node is attested with the allowed measurement it runs there,
+// bound against that node's own evidence, and the key broker releases
+// the tenant's key to it.
+func TestVMMigration(t *testing.T) {
+	f := features.New("confidential VM migration only within the trusted pool").
+		Setup(installVMMigration).
+		Assess("a migration is admitted only with its target constrained to the tenant's pool", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			m := migrationFrom(ctx, t)
+			ns := m.tenant
+			owner := impersonated(t, cfg, vmOwner, nil).Resource(gvrMigration).Namespace(ns)
+			migration := func(name string, sel map[string]any) *unstructured.Unstructured {
+				spec := map[string]any{"vmiName": m.vmi.GetName()}
+				if sel != nil {
+					spec["addedNodeSelector"] = sel
+				}
+				return &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+					"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec,
+				}}
+			}
+			for _, tc := range []struct {
+				name string
+				sel  map[string]any
+			}{
+				{"without a target constraint", nil},
+				{"constrained to another pool", map[string]any{guardPoolLabel: m.tenant + "-other"}},
+			} {
+				_, err := owner.Create(ctx, migration("refused", tc.sel), metav1.CreateOptions{})
+				if err == nil || !strings.Contains(err.Error(), "MIGRATION_OUTSIDE_POOL") {
+					t.Errorf("a migration %s: %v, want MIGRATION_OUTSIDE_POOL", tc.name, err)
+				}
+			}
+			mig, err := owner.Create(ctx, migration("move-1", map[string]any{guardPoolLabel: m.tenant}), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("a migration constrained to the tenant's pool: %v", err)
+			}
+			m.mig = mig
+			return ctx
+		}).
+		Assess("the source launcher runs on the attested worker and gets the tenant's key", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			m, k := migrationFrom(ctx, t), keyReleaseFrom(ctx, t)
+			cs := clientset(t, cfg)
+			m.source = "virt-launcher-" + m.vmi.GetName() + "-src"
+			p := launcherKBSPod(m, m.source, nil)
+			p.Spec.Affinity = pinnedToNode(m.workers[sourceWorker])
+			if _, err := kubevirtClient(t, cfg).CoreV1().Pods(m.tenant).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("KubeVirt's controller creates the source launcher: %v", err)
+			}
+			waitRunning(ctx, t, cs, m.tenant, m.source)
+			wantReleased(t, "the source launcher", kbsExec(ctx, t, cfg, m.tenant, m.source, k.resource), k.sha256)
+			return ctx
+		}).
+		Assess("the target pod for the default scheduler is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			m := migrationFrom(ctx, t)
+			p := migrationTargetPod(m, "virt-launcher-"+m.vmi.GetName()+"-dflt")
+			p.Spec.SchedulerName = corev1.DefaultSchedulerName
+			_, err := kubevirtClient(t, cfg).CoreV1().Pods(m.tenant).Create(ctx, p, metav1.CreateOptions{})
+			if err == nil || !strings.Contains(err.Error(), "SCHEDULER_NOT_ALLOWED") {
+				t.Errorf("the target pod for %s: %v, want SCHEDULER_NOT_ALLOWED", corev1.DefaultSchedulerName, err)
+			}
+			return ctx
+		}).
+		Assess("the target pod waits for a freshly attested node of the pool, and gets the key on that node's own attestation", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			m, k := migrationFrom(ctx, t), keyReleaseFrom(ctx, t)
+			cs := clientset(t, cfg)
+			w := m.workers[targetWorker]
+			m.target = "virt-launcher-" + m.vmi.GetName() + "-tgt"
+			created, err := kubevirtClient(t, cfg).CoreV1().Pods(m.tenant).Create(ctx, migrationTargetPod(m, m.target), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("KubeVirt's controller creates the target pod: %v", err)
+			}
+			// The source's node is kept out by the anti-affinity to the
+			// source launcher; the only other node of the pool states a
+			// measurement the policy does not allow.
+			waitRefusedWith(ctx, t, cs, created, "MEASUREMENT_NOT_ALLOWED")
+
+			// The node is attested with the allowed measurement: the target
+			// pod binds there, on that evidence.
+			if err := m.cluster.InstallChart(ctx, vmMigrationValues(m.workers, "")); err != nil {
+				t.Fatal(err)
+			}
+			waitAttested(ctx, t, cfg, w, 2*time.Minute, func(s *attestedSpec) bool { return s.TEE.Attestation.Verdict == "Passed" })
+			p := waitRunning(ctx, t, cs, m.tenant, m.target)
+			if p.Spec.NodeName != w {
+				t.Fatalf("the target pod runs on %s, want %s", p.Spec.NodeName, w)
+			}
+			wantBoundEvidence(t, p, waitAttested(ctx, t, cfg, w, time.Minute, func(*attestedSpec) bool { return true }))
+			wantReleased(t, "the target pod", kbsExec(ctx, t, cfg, m.tenant, m.target, k.resource), k.sha256)
+			waitKeyEvent(ctx, t, cs, p, keyReleasedEvent, "granted on node "+w)
+			return ctx
+		}).
+		Teardown(uninstallVMMigration).
+		Feature()
+	testenv.Test(t, f)
+}
+
+// vmMigrationValues are the chart values of the feature: the platform on
+// the control plane, enforcement (production profile), the webhook with
+// confidential.vmMigrations, the attestation controller (lab profile)
+// with lab attesters on the workers labelled attesterLabel, tampered
+// stating another measurement when set, and the key broker.
+func vmMigrationValues(workers []string, tampered string) map[string]any {
+	sel := map[string]any{"node-role.kubernetes.io/control-plane": ""}
+	tol := []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}}
+	nodeMeasurements := map[string]any{}
+	if tampered != "" {
+		nodeMeasurements[tampered] = lab.TamperedMeasurement
+	}
+	return lab.Merge(lab.PlatformOnControlPlane(), map[string]any{
+		"enforcement": map[string]any{"enabled": true, "profile": "production"},
+		"webhook":     map[string]any{"enabled": true},
+		"confidential": map[string]any{
+			"enabled":      true,
+			"profile":      "lab",
+			"vmMigrations": true,
+			"referenceValues": map[string]any{"measurements": []any{
+				map[string]any{"tee": "SEV-SNP", "measurement": lab.AllowedMeasurement},
+			}},
+			"controller": map[string]any{"interval": "5s", "retryInterval": "2s", "nodeSelector": sel, "tolerations": tol},
+			"attester": map[string]any{
+				"backend":      "lab",
+				"lab":          map[string]any{"measurement": lab.AllowedMeasurement, "nodeMeasurements": nodeMeasurements},
+				"nodeSelector": map[string]any{attesterLabel: "on"},
+			},
+			"keyBroker": map[string]any{"enabled": true, "nodeSelector": sel, "tolerations": tol},
+		},
+	})
+}
+
+// installVMMigration makes the workers a tenant's pool under attesters,
+// gives the tenant a key, installs KubeVirt's CRDs and the chart, lets the
+// tenant's user write VMIs and migrations and KubeVirt's controller pods
+// in the tenant's namespace, and creates the tenant's VMI.
+func installVMMigration(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	cs := clientset(t, cfg)
+	dyn := dynamicClientFor(t, cfg)
+	kubectl := filepath.Join(suite.BinDir, "kubectl")
+	applyCRDs(ctx, t, cfg)
+	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "apply", "--server-side", "-f",
+		filepath.Join(suite.RepoRoot, "components/gpudevices/config/kubevirt-crds"))
+	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/virtualmachineinstances.kubevirt.io", "crd/virtualmachineinstancemigrations.kubevirt.io")
+	c, err := lab.NewCluster(cfg.KubeconfigFile(), suite.BinDir, suite.RepoRoot, suite.ImageTag, suite.Agnhost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &migrationEnv{tenantPool: &tenantPool{tenant: envconf.RandomName("xg-vm", 12), workers: twoWorkers(ctx, t, cs)}, cluster: c}
+	ctx = context.WithValue(ctx, migrationKey{}, m)
+	createTenant(ctx, t, cs, dyn, m.tenant, map[string]any{
+		"confinement": "Pool",
+		"evidence":    map[string]any{"acceptedSources": []any{"attested"}, "maxAge": "1m"},
+		"confidentialComputing": map[string]any{
+			"teeTypes":            []any{"SEV-SNP"},
+			"allowedMeasurements": []any{lab.AllowedMeasurement},
+			"requireAttestation":  true,
+			"maxAttestationAge":   "30s",
+		},
+	})
+	ctx = setUpKeyRelease(ctx, t, cs, dyn, m.tenant)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "vm-migration-e2e", Namespace: m.tenant}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances", "virtualmachineinstancemigrations"},
+			Verbs: []string{"get", "list", "watch", "create", "delete"}},
+	}}
+	ctrlRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "vm-migration-e2e-kubevirt", Namespace: m.tenant}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+	}}
+	for _, r := range []*rbacv1.Role{role, ctrlRole} {
+		if _, err := cs.RbacV1().Roles(m.tenant).Create(ctx, r, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range []*rbacv1.RoleBinding{
+		{ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: m.tenant},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: vmOwner}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: ctrlRole.Name, Namespace: m.tenant},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: ctrlRole.Name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: kubevirtSA, Namespace: kubevirtNS}}},
+	} {
+		if _, err := cs.RbacV1().RoleBindings(m.tenant).Create(ctx, b, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range m.workers {
+		setPool(ctx, t, cs, w, m.tenant)
+		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: ptrTo("on")})
+	}
+	if err := c.InstallChart(ctx, vmMigrationValues(m.workers, m.workers[targetWorker])); err != nil {
+		t.Fatal(err)
+	}
+	waitAttested(ctx, t, cfg, m.workers[sourceWorker], 2*time.Minute, func(s *attestedSpec) bool { return s.TEE.Attestation.Verdict == "Passed" })
+	waitAttested(ctx, t, cfg, m.workers[targetWorker], 2*time.Minute, func(s *attestedSpec) bool {
+		return s.TEE.Attestation.Reason == "MEASUREMENT_NOT_ALLOWED"
+	})
+
+	// The VMI names the controlled scheduler, which KubeVirt copies into
+	// its launcher pods.
+	vmi := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+		"metadata": map[string]any{"name": "vm-1", "namespace": m.tenant},
+		"spec": map[string]any{"schedulerName": controlledScheduler,
+			"domain": map[string]any{"devices": map[string]any{}}},
+	}}
+	owner := impersonated(t, cfg, vmOwner, nil).Resource(gvrVMI).Namespace(m.tenant)
+	if m.vmi, err = owner.Create(ctx, vmi, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the tenant creates its VMI: %v", err)
+	}
+	// The API server calls the migrations webhook once the release's
+	// configuration is in place: a dry run shows when.
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+		"metadata": map[string]any{"name": "probe", "namespace": m.tenant}, "spec": map[string]any{"vmiName": "vm-1"},
+	}}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := impersonated(t, cfg, vmOwner, nil).Resource(gvrMigration).Namespace(m.tenant).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "xila-guard"), nil
+	})
+	if err != nil {
+		t.Fatalf("the migrations webhook is not called for namespace %s: %v", m.tenant, err)
+	}
+	return ctx
+}
+
+// uninstallVMMigration removes what the feature made, the chart and the
+// lab chain included, and gives the workers back. KubeVirt's CRDs stay.
+func uninstallVMMigration(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	m, _ := ctx.Value(migrationKey{}).(*migrationEnv)
+	if m == nil {
+		return ctx
+	}
+	cs := clientset(t, cfg)
+	dyn := dynamicClientFor(t, cfg)
+	zero := int64(0)
+	_ = cs.CoreV1().Pods(m.tenant).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	_ = dyn.Resource(gvrMigration).Namespace(m.tenant).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = dyn.Resource(gvrVMI).Namespace(m.tenant).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	tearDownKeyRelease(ctx, t, cs, dyn, m.tenant)
+	if err := m.cluster.UninstallChart(ctx); err != nil {
+		t.Errorf("uninstalling the chart: %v", err)
+	}
+	_ = cs.CoreV1().Secrets(platformNS).Delete(ctx, "xila-guard-attest-lab-chain", metav1.DeleteOptions{})
+	for _, w := range m.workers {
+		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: nil})
+	}
+	removePoolTenant(ctx, t, cfg, m.tenant, m.workers)
+	return ctx
+}
+
+// kubevirtClient acts as KubeVirt's controller.
+func kubevirtClient(t *testing.T, cfg *envconf.Config) kubernetes.Interface {
+	t.Helper()
+	k, err := kubernetes.NewForConfig(impersonatedConfig(cfg, "system:serviceaccount:"+kubevirtNS+":"+kubevirtSA,
+		[]string{"system:serviceaccounts", "system:serviceaccounts:" + kubevirtNS, "system:authenticated"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// launcherKBSPod is a launcher pod of the feature's VMI, as KubeVirt's
+// controller makes it (owned by the VMI, labelled as its launcher, the
+// VMI's scheduler name), whose one container holds a KBS client, so that
+// the test can ask the key broker from inside it; labels are added.
+func launcherKBSPod(m *migrationEnv, name string, labels map[string]string) *corev1.Pod {
+	yes := true
+	p := kbsPod(name, "--hold")
+	p.Namespace = m.tenant
+	p.Labels = map[string]string{"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": string(m.vmi.GetUID())}
+	for k, v := range labels {
+		p.Labels[k] = v
+	}
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance",
+		Name: m.vmi.GetName(), UID: m.vmi.GetUID(), Controller: &yes, BlockOwnerDeletion: &yes}}
+	p.Spec.SchedulerName = controlledScheduler
+	p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(0))
+	return p
+}
+
+// migrationTargetPod is the target pod KubeVirt's controller makes for
+// the feature's migration: labelled with the migration's UID, the
+// migration's addedNodeSelector as its node selector, and kept off the
+// source launcher's node by anti-affinity to the VMI's launchers.
+func migrationTargetPod(m *migrationEnv, name string) *corev1.Pod {
+	p := launcherKBSPod(m, name, map[string]string{migrationJobUIDLabel: string(m.mig.GetUID())})
+	sel, _, _ := unstructured.NestedStringMap(m.mig.Object, "spec", "addedNodeSelector")
+	p.Spec.NodeSelector = sel
+	p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io/created-by": string(m.vmi.GetUID())}},
+			TopologyKey:   corev1.LabelHostname,
+		}}}}
+	return p
+}
