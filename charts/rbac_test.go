@@ -30,6 +30,7 @@ func TestClusterRolesMatchGenerated(t *testing.T) {
 		{"observe", "observe-rbac.yaml", "", nil},
 		{"attest", "attest-rbac.yaml", "", nil},
 		{"attest", "key-broker.yaml", "kbs-rbac", nil},
+		{"attest", "tee-resources.yaml", "teeresources-rbac", nil},
 		{"gpudevices", "gpudevices.yaml", "", []string{"configmaps"}},
 	} {
 		if c.role == "" {

@@ -129,6 +129,7 @@ func TestAttestation(t *testing.T) {
 			deletePodNow(ctx, t, cs, p)
 			return ctx
 		}).
+		Assess("TEE resources: the attested worker offers its EPC and enclaves, counted like memory, again after kubelet restarts", assessTEEResources).
 		Assess("key release: the tenant's pod on the attested worker gets the tenant's key", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			a, k := attestedFrom(ctx, t), keyReleaseFrom(ctx, t)
 			cs := clientset(t, cfg)

@@ -43,6 +43,8 @@ for m in observe attest gpudevices; do
 done
 log "controller-gen: RBAC into components/attest/config/kbs-rbac"
 (cd "${REPO_ROOT}/components/attest" && "${CONTROLLER_GEN}" rbac:roleName=xila-guard-kbs paths=./kbs/... output:rbac:artifacts:config=config/kbs-rbac)
+log "controller-gen: RBAC into components/attest/config/teeresources-rbac"
+(cd "${REPO_ROOT}/components/attest" && "${CONTROLLER_GEN}" rbac:roleName=xila-guard-tee-resources paths=./teeresources/... output:rbac:artifacts:config=config/teeresources-rbac)
 
 # The KubeVirt CRDs the GPU device policies and migration rules are tested
 # against (no KubeVirt controller runs in the tests), and the core Pod

@@ -22,11 +22,12 @@ const Name = "xila-guard-attest"
 const usage = `usage: ` + Name + ` <command> [flags]
 
 commands:
-  controller   challenge every node's attester and write attested NodeSecurityStates
-  attester     answer challenges with this node's TEE evidence
-  key-broker   release tenants' keys to their pods on attested nodes (KBS protocol)
-  kbs-client   fetch keys from the key broker with this pod's service-account token
-  version      print the version
+  controller     challenge every node's attester and write attested NodeSecurityStates
+  attester       answer challenges with this node's TEE evidence
+  key-broker     release tenants' keys to their pods on attested nodes (KBS protocol)
+  kbs-client     fetch keys from the key broker with this pod's service-account token
+  tee-resources  advertise this node's SGX EPC and enclave devices from its evidence
+  version        print the version
 
 Run a command with -h for its flags.
 `
@@ -75,6 +76,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runKeyBroker(ctx, o, stdout, stderr)
 	case "kbs-client":
 		return runKBSClient(ctx, args[1:], stdout, stderr)
+	case "tee-resources":
+		o, err := ParseTEEResourcesFlags(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return runTEEResources(ctx, o, stderr)
 	case "version", "--version", "-version":
 		_, err := fmt.Fprintf(stdout, "%s %s\n", Name, version.Get())
 		return err

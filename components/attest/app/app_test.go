@@ -87,6 +87,8 @@ func TestAttesterFlags(t *testing.T) {
 		{[]string{"--lab-node-measurements=w1=sha256:00"}, "node w1"},
 		{[]string{"--lab-node-measurements=w1=" + labMeasurement("a") + ",w1=" + labMeasurement("b")}, "listed twice"},
 		{[]string{"--lab-node-measurements=w1=" + labMeasurement("a")}, "the --lab-* flags need --backend lab"},
+		{[]string{"--lab-epc-size=67108864"}, "the --lab-* flags need --backend lab"},
+		{[]string{"--backend=lab", "--lab-chain-dir=d", "--lab-measurement=m", "--lab-epc-size=-1"}, "--lab-epc-size -1 is negative"},
 	} {
 		if _, err := parseAttesterFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
@@ -136,7 +138,7 @@ func TestAttesterNodeMeasurements(t *testing.T) {
 func TestAttesterServesLabEvidence(t *testing.T) {
 	m := sha512.Sum384([]byte("workload"))
 	o, err := parseAttesterFlags([]string{"--backend=lab", "--lab-chain-dir=" + labChainDir,
-		"--lab-measurement=sha384:" + hex.EncodeToString(m[:]), "--lab-host-data=" + strings.Repeat("42", 32)}, io.Discard)
+		"--lab-measurement=sha384:" + hex.EncodeToString(m[:]), "--lab-host-data=" + strings.Repeat("42", 32), "--lab-epc-size=67108864"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,5 +170,8 @@ func TestAttesterServesLabEvidence(t *testing.T) {
 	}
 	if r := att.GetReport(); !bytes.Equal(r.GetMeasurement(), m[:]) || r.GetHostData()[0] != 0x42 {
 		t.Errorf("measurement %x, host data %x", r.GetMeasurement(), r.GetHostData())
+	}
+	if ev.EPCSize != 67108864 {
+		t.Errorf("EPC size %d, want --lab-epc-size 67108864", ev.EPCSize)
 	}
 }

@@ -44,6 +44,7 @@ type attesterOptions struct {
 	labHostData       string
 	labPolicy         uint64
 	labGuestSVN       uint
+	labEPCSize        int64
 	reportTimeout     time.Duration
 	tlsCertFile       string
 	tlsKeyFile        string
@@ -74,6 +75,7 @@ func parseAttesterFlags(args []string, stderr io.Writer) (*attesterOptions, erro
 	fs.StringVar(&o.labHostData, "lab-host-data", "", "lab: HOST_DATA the reports state, 64 hex digits; zeroes when empty")
 	fs.Uint64Var(&o.labPolicy, "lab-policy", labtee.DefaultPolicy, "lab: guest policy the reports state (bit 19 allows debugging)")
 	fs.UintVar(&o.labGuestSVN, "lab-guest-svn", 0, "lab: guest security version number the reports state")
+	fs.Int64Var(&o.labEPCSize, "lab-epc-size", 0, "lab: SGX enclave page cache size in bytes stated beside the reports (epcSize, e.g. 67108864); 0 states none")
 	fs.DurationVar(&o.reportTimeout, "report-timeout", attester.DefaultReportTimeout, "bound on producing one piece of evidence, waiting for the TEE included")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM certificate; with --tls-key-file serves HTTPS, reloading the pair when the files change")
 	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
@@ -95,7 +97,7 @@ func parseAttesterFlags(args []string, stderr io.Writer) (*attesterOptions, erro
 
 func (o *attesterOptions) validate() error {
 	var errs []error
-	lab := o.labChainDir != "" || o.labMeasurement != "" || len(o.labNodeMeasures) > 0 || o.labHostData != "" || o.labPolicy != labtee.DefaultPolicy || o.labGuestSVN != 0
+	lab := o.labChainDir != "" || o.labMeasurement != "" || len(o.labNodeMeasures) > 0 || o.labHostData != "" || o.labPolicy != labtee.DefaultPolicy || o.labGuestSVN != 0 || o.labEPCSize != 0
 	switch o.backend {
 	case BackendTSM:
 		if lab {
@@ -113,6 +115,9 @@ func (o *attesterOptions) validate() error {
 		}
 		if o.labGuestSVN > 1<<32-1 {
 			errs = append(errs, fmt.Errorf("--lab-guest-svn %d does not fit 32 bits", o.labGuestSVN))
+		}
+		if o.labEPCSize < 0 {
+			errs = append(errs, fmt.Errorf("--lab-epc-size %d is negative", o.labEPCSize))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("--backend %q: want %s or %s", o.backend, BackendTSM, BackendLab))
@@ -184,7 +189,7 @@ func (o *attesterOptions) newBackend() (attester.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--lab-host-data: %w", err)
 	}
-	return &attester.Lab{Chain: chain, Measurement: m, HostData: hd, Policy: o.labPolicy, GuestSVN: uint32(o.labGuestSVN)}, nil
+	return &attester.Lab{Chain: chain, Measurement: m, HostData: hd, Policy: o.labPolicy, GuestSVN: uint32(o.labGuestSVN), EPCSize: o.labEPCSize}, nil
 }
 
 func runAttester(ctx context.Context, o *attesterOptions, stderr io.Writer) error {

@@ -55,7 +55,7 @@ func runKBSClient(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	if *url == "" || (fs.NArg() == 0 && !*hold) {
-		return errors.New("usage: kbs-client --url URL [--hold] <repository/type/tag>...")
+		return errors.New("usage: kbs-client --url URL [--hold] repository/type/tag [repository/type/tag ...]")
 	}
 	if fs.NArg() > 0 {
 		token, err := os.ReadFile(*tokenFile)

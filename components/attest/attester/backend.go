@@ -13,6 +13,11 @@ type Evidence struct {
 	TEE v1alpha1.TEEType
 	// Data is the report or quote in the format of package evidence.
 	Data []byte
+	// EPCSize is the size of the node's SGX enclave page cache in bytes,
+	// as the backend states it beside the evidence; 0 when it states
+	// none. No signature covers it: it is the attester's word, taken only
+	// together with evidence that verifies.
+	EPCSize int64
 }
 
 // Backend produces evidence that carries the given report data.

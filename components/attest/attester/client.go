@@ -65,6 +65,8 @@ func (c *Client) Evidence(ctx context.Context, baseURL string, req *Request) (*E
 		return nil, fmt.Errorf("the attester's answer: TEE %q is neither %s nor %s", out.TEE, v1alpha1.TEESEVSNP, v1alpha1.TEETDX)
 	case len(out.Evidence) == 0:
 		return nil, fmt.Errorf("the attester's answer has no evidence")
+	case out.EPCSize < 0:
+		return nil, fmt.Errorf("the attester's answer: epcSize %d is negative", out.EPCSize)
 	}
-	return &Evidence{TEE: out.TEE, Data: out.Evidence}, nil
+	return &Evidence{TEE: out.TEE, Data: out.Evidence, EPCSize: out.EPCSize}, nil
 }

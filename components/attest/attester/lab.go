@@ -29,6 +29,9 @@ type Lab struct {
 	Policy uint64
 	// GuestSVN is the guest's security version number.
 	GuestSVN uint32
+	// EPCSize is the SGX enclave page cache size in bytes the lab states
+	// beside its reports (Evidence.EPCSize); 0 for none.
+	EPCSize int64
 }
 
 var _ Backend = (*Lab)(nil)
@@ -51,7 +54,7 @@ func (l *Lab) Evidence(ctx context.Context, reportData [nonce.Size]byte) (*Evide
 	if err != nil {
 		return nil, fmt.Errorf("signing a lab report: %w", err)
 	}
-	return &Evidence{TEE: v1alpha1.TEESEVSNP, Data: data}, nil
+	return &Evidence{TEE: v1alpha1.TEESEVSNP, Data: data, EPCSize: l.EPCSize}, nil
 }
 
 // ParseMeasurement reads a launch measurement written as sha384:<96 hex

@@ -51,6 +51,10 @@ type Response struct {
 	TEE v1alpha1.TEEType `json:"tee"`
 	// Evidence is the report or quote in the format of package evidence.
 	Evidence []byte `json:"evidence"`
+	// EPCSize is the size of the node's SGX enclave page cache in bytes,
+	// stated beside the evidence and covered by no signature; left out
+	// when the attester states none.
+	EPCSize int64 `json:"epcSize,omitempty"`
 }
 
 // ErrorResponse is the body of every answer but 200.

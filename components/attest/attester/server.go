@@ -152,7 +152,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) (int, string) {
 		}
 		return http.StatusInternalServerError, fmt.Sprintf("%s: %v", s.cfg.Backend.Name(), err)
 	}
-	out, err := json.Marshal(Response{TEE: ev.TEE, Evidence: ev.Data})
+	out, err := json.Marshal(Response{TEE: ev.TEE, Evidence: ev.Data, EPCSize: ev.EPCSize})
 	if err != nil {
 		return http.StatusInternalServerError, err.Error()
 	}

@@ -129,6 +129,33 @@ func TestServerEvidenceVerifies(t *testing.T) {
 	}
 }
 
+// TestEPCSizeTravelsBesideTheEvidence: the lab states its EPC size in the
+// answer and the client hands it on; a backend that states none leaves it
+// out of the answer.
+func TestEPCSizeTravelsBesideTheEvidence(t *testing.T) {
+	req := &Request{ReportData: make([]byte, nonce.Size)}
+	for _, size := range []int64{0, 64 << 20} {
+		srv := newServer(t, &Lab{Chain: chain(t), EPCSize: size}, 0)
+		ev, err := (&Client{}).Evidence(context.Background(), srv.URL, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.EPCSize != size {
+			t.Errorf("EPC size %d, want %d", ev.EPCSize, size)
+		}
+		body, _ := json.Marshal(req)
+		resp, err := http.Post(srv.URL+Path, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got := strings.Contains(string(raw), `"epcSize":`); got != (size > 0) {
+			t.Errorf("EPC size %d: the answer names epcSize: %v (%.80s…)", size, got, raw)
+		}
+	}
+}
+
 func TestServerBackendFailures(t *testing.T) {
 	req := &Request{ReportData: make([]byte, nonce.Size)}
 	t.Run("error", func(t *testing.T) {
@@ -191,6 +218,10 @@ func TestClientRefusesBadAnswers(t *testing.T) {
 		{"unknown TEE", 200, `{"tee":"SGX","evidence":"AQ=="}`, `TEE "SGX"`},
 		{"no evidence", 200, `{"tee":"SEV-SNP"}`, "no evidence"},
 		{"unknown field", 200, `{"tee":"SEV-SNP","evidence":"AQ==","extra":1}`, `unknown field "extra"`},
+		{"negative EPC size", 200, `{"tee":"SEV-SNP","evidence":"AQ==","epcSize":-1}`, "epcSize -1 is negative"},
+		{"fractional EPC size", 200, `{"tee":"SEV-SNP","evidence":"AQ==","epcSize":1.5}`, "decoding the body"},
+		{"EPC size as a string", 200, `{"tee":"SEV-SNP","evidence":"AQ==","epcSize":"64Mi"}`, "decoding the body"},
+		{"duplicate EPC size", 200, `{"tee":"SEV-SNP","evidence":"AQ==","epcSize":1,"epcSize":2}`, "duplicate field"},
 		{"not JSON", 200, `evidence`, "decoding the body"},
 		{"too large", 200, `{"tee":"SEV-SNP","evidence":"` + strings.Repeat("A", MaxResponseBytes) + `"}`, "larger than"},
 	} {

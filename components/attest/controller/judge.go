@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/attest/attester"
@@ -42,6 +44,11 @@ var authenticated = map[guard.Reason]bool{
 //   - Any other refusal fails with the reason and no facts but the TEE
 //     type the attester claimed and the pinned chip.
 //
+// The EPC size the attester states beside the evidence is kept with the
+// facts of verified evidence (the first two cases) only: no signature
+// covers it, so it is the word of an attester whose evidence proved to be
+// the node's own and current, and of no other.
+//
 // An error from the verifier without a reason code is about the request,
 // not the evidence, and is returned.
 func judge(ev *attester.Evidence, res *verify.Result, verr error, pinned string) (*v1alpha1.TEEFacts, error) {
@@ -51,6 +58,7 @@ func judge(ev *attester.Evidence, res *verify.Result, verr error, pinned string)
 			return chipChanged(ev.TEE, pinned, msg), nil
 		}
 		tee.Attestation = &v1alpha1.Attestation{Verdict: v1alpha1.AttestationPassed, RootOfTrust: v1alpha1.RootOfTrust(res.Root)}
+		tee.EPCSize = epcSize(ev)
 		return tee, nil
 	}
 	reason, ok := verify.ReasonOf(verr)
@@ -66,6 +74,7 @@ func judge(ev *attester.Evidence, res *verify.Result, verr error, pinned string)
 			}
 			failed.RootOfTrust = v1alpha1.RootOfTrust(verify.RootOf(verr))
 			tee.Attestation = failed
+			tee.EPCSize = epcSize(ev)
 			return tee, nil
 		}
 	}
@@ -74,6 +83,15 @@ func judge(ev *attester.Evidence, res *verify.Result, verr error, pinned string)
 		tee.ChipID = pinned
 	}
 	return tee, nil
+}
+
+// epcSize is the EPC size the attester stated, in bytes, or nil when it
+// stated none.
+func epcSize(ev *attester.Evidence) *resource.Quantity {
+	if ev.EPCSize <= 0 {
+		return nil
+	}
+	return resource.NewQuantity(ev.EPCSize, resource.BinarySI)
 }
 
 // sameChip checks the chip of verified evidence against the node's.

@@ -380,3 +380,67 @@ func TestTruncate(t *testing.T) {
 		t.Error("a short message changed")
 	}
 }
+
+// TestReconcileEPCSizeOnlyFromVerifiedEvidence: the EPC size an attester
+// states beside its report is written with the facts of evidence that
+// verified (passed, or refused only by the reference values) and never
+// with evidence that proves nothing; an attester that stops stating it
+// takes it away at its next attestation.
+func TestReconcileEPCSizeOnlyFromVerifiedEvidence(t *testing.T) {
+	const size = 64 << 20
+	c := chain(t)
+	for _, tc := range []struct {
+		name  string
+		setup func(g *rig)
+		kept  bool
+	}{
+		{name: "passed", setup: func(*rig) {}, kept: true},
+		{name: "measurement not allowed", setup: func(g *rig) { g.lab.Measurement[0] ^= 1 }, kept: true},
+		{name: "debug policy", setup: func(g *rig) { g.lab.Policy = labtee.DefaultPolicy | labtee.PolicyDebug }, kept: true},
+		{name: "wrong nonce", setup: func(g *rig) { g.fetcher.tamper = otherNonce }},
+		{name: "lab root under production", setup: func(g *rig) { g.r.Profile = guard.ProfileProduction }},
+		{name: "flipped byte", setup: func(g *rig) {
+			g.fetcher.tamper = func(_ *attester.Request, ev *attester.Evidence) {
+				if ev != nil {
+					ev.Data[0x90] ^= 1
+				}
+			}
+		}},
+		{name: "another chip", setup: func(g *rig) {
+			other := hex.EncodeToString(append([]byte{0xee}, c.ChipID[1:]...))
+			if err := g.client.Create(context.Background(), &v1alpha1.NodeSecurityState{ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
+				Spec: v1alpha1.NodeSecurityStateSpec{NodeUID: "uid-1", Incarnation: "old", ObservedAt: metav1.Now(), Source: v1alpha1.SourceAttested,
+					Complete: true, TEE: &v1alpha1.TEEFacts{Type: v1alpha1.TEESEVSNP, ChipID: other}}}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newRig(t)
+			g.lab.EPCSize = size
+			tc.setup(g)
+			g.reconcile()
+			got := g.state().Spec.TEE.EPCSize
+			switch {
+			case tc.kept && (got == nil || got.Value() != size):
+				t.Errorf("epcSize %v, want %d bytes", got, size)
+			case !tc.kept && got != nil:
+				t.Errorf("epcSize %v from evidence that proves nothing (%s)", got, g.state().Spec.TEE.Attestation.Reason)
+			}
+		})
+	}
+	t.Run("no longer stated", func(t *testing.T) {
+		g := newRig(t)
+		g.lab.EPCSize = size
+		g.reconcile()
+		if got := g.state().Spec.TEE.EPCSize; got == nil || got.String() != "64Mi" {
+			t.Fatalf("epcSize %v, want 64Mi", got)
+		}
+		g.lab.EPCSize = 0
+		g.clock.SetTime(g.clock.Now().Add(time.Minute))
+		g.reconcile()
+		if got := g.state().Spec.TEE.EPCSize; got != nil {
+			t.Errorf("epcSize %v after the attester stopped stating it", got)
+		}
+	})
+}

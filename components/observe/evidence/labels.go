@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
@@ -22,6 +24,9 @@ const (
 	// host can launch confidential VMs, not that the node runs inside one,
 	// so they prove nothing about the pods' memory and are not read.
 	LabelTEESGX = "feature.node.kubernetes.io/cpu-security.sgx.enabled"
+	// LabelSGXEPC is the size of the node's SGX enclave page cache in
+	// bytes, as NFD reads it from the CPU; read as the SGX TEE's epcSize.
+	LabelSGXEPC = "feature.node.kubernetes.io/cpu-security.sgx.epc"
 )
 
 // maxDevices is the most devices a NodeSecurityState may list.
@@ -78,9 +83,21 @@ func fromFeatureLabels(l map[string]string) Facts {
 		f.Devices = replicate(d, count)
 	}
 	if l[LabelTEESGX] == "true" {
-		f.TEE = &v1alpha1.TEEFacts{Type: v1alpha1.TEESGX}
+		f.TEE = &v1alpha1.TEEFacts{Type: v1alpha1.TEESGX, EPCSize: sgxEPC(l[LabelSGXEPC])}
 	}
 	return f
+}
+
+// sgxEPC parses NFD's EPC size, a positive number of bytes. A missing or
+// malformed size is no size: it is not judged by any policy, only
+// advertised as the node's sgx.intel.com/epc capacity, so the evidence
+// stays complete without it.
+func sgxEPC(v string) *resource.Quantity {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return nil
+	}
+	return resource.NewQuantity(n, resource.BinarySI)
 }
 
 // gpuCount parses the GPU count. A product without a count, a malformed

@@ -4,12 +4,18 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
 func gpus(n int, d v1alpha1.GPUDevice) []v1alpha1.GPUDevice { return replicate(d, n) }
+
+func quantity(s string) *resource.Quantity {
+	q := resource.MustParse(s)
+	return &q
+}
 
 func TestFromLabels(t *testing.T) {
 	h100 := "NVIDIA-H100-80GB-HBM3"
@@ -67,6 +73,14 @@ func TestFromLabels(t *testing.T) {
 			"feature.node.kubernetes.io/cpu-security.tdx.enabled": "true"},
 			want: Facts{Source: v1alpha1.SourceNFD, Complete: true, TEE: &v1alpha1.TEEFacts{Type: v1alpha1.TEESGX}}},
 		{name: "SGX not enabled", labels: map[string]string{LabelTEESGX: "false"},
+			want: Facts{Source: v1alpha1.SourceNFD, Complete: true}},
+		{name: "SGX with its EPC size", labels: map[string]string{LabelTEESGX: "true", LabelSGXEPC: "68719476736"},
+			want: Facts{Source: v1alpha1.SourceNFD, Complete: true, TEE: &v1alpha1.TEEFacts{Type: v1alpha1.TEESGX, EPCSize: quantity("64Gi")}}},
+		{name: "a malformed EPC size is no size", labels: map[string]string{LabelTEESGX: "true", LabelSGXEPC: "64Gi"},
+			want: Facts{Source: v1alpha1.SourceNFD, Complete: true, TEE: &v1alpha1.TEEFacts{Type: v1alpha1.TEESGX}}},
+		{name: "a zero EPC size is no size", labels: map[string]string{LabelTEESGX: "true", LabelSGXEPC: "0"},
+			want: Facts{Source: v1alpha1.SourceNFD, Complete: true, TEE: &v1alpha1.TEEFacts{Type: v1alpha1.TEESGX}}},
+		{name: "an EPC size without SGX is nothing", labels: map[string]string{LabelSGXEPC: "68719476736"},
 			want: Facts{Source: v1alpha1.SourceNFD, Complete: true}},
 		{name: "mock labels ignored outside lab", labels: map[string]string{guard.LabelMockSharingMode: "MIG"},
 			want: Facts{Source: v1alpha1.SourceNFD, Complete: true}},
