@@ -39,13 +39,13 @@ func (s Secrets) Key(ctx context.Context, ref v1alpha1.KeySecretReference) ([]by
 	err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: ref.Name}, &secret)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("Secret %s/%s: %w", s.Namespace, ref.Name, ErrKeyNotFound)
+		return nil, fmt.Errorf("secret %s/%s: %w", s.Namespace, ref.Name, ErrKeyNotFound)
 	case err != nil:
 		return nil, fmt.Errorf("reading Secret %s/%s: %w", s.Namespace, ref.Name, err)
 	}
 	key, ok := secret.Data[ref.Key]
 	if !ok || len(key) == 0 {
-		return nil, fmt.Errorf("Secret %s/%s has no key %q: %w", s.Namespace, ref.Name, ref.Key, ErrKeyNotFound)
+		return nil, fmt.Errorf("secret %s/%s has no key %q: %w", s.Namespace, ref.Name, ref.Key, ErrKeyNotFound)
 	}
 	return key, nil
 }
