@@ -55,13 +55,13 @@ func ConfidentialValues(tampered string) map[string]any {
 		}}
 }
 
-// AttestedPhase, phase 6 of make demo, installs the attestation controller, gives the tenant a
+// attestedPhase installs the attestation controller, gives the tenant a
 // policy that requires an attested SEV-SNP launch with the allowed
 // measurement, and shows placement on attested evidence: pods run on
 // worker 1 only, and a pod pinned to worker 2, whose lab TEE states
 // another measurement, stays Pending. It puts the tenant's mock evidence
 // and policy back when it ends.
-func (l *Lab) AttestedPhase() Phase {
+func (l *Lab) attestedPhase() Phase {
 	t := l.Tenant
 	return Phase{
 		Name: "attested evidence", Want: "both workers tainted " + teeTaint + ", a pod whose policy asks for no TEE Pending on the taint; Scheduled to worker 1 only, on its verified report; worker 2 Pending, MEASUREMENT_NOT_ALLOWED",
