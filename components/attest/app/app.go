@@ -13,6 +13,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/xila-guard/xila-guard/components/api/version"
 )
 
@@ -96,4 +103,32 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // newLogger returns the JSON logger of a subcommand.
 func newLogger(stderr io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// restConfig loads the kubeconfig file, or the in-cluster config or
+// $KUBECONFIG when it is empty.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// newScheme is the scheme of every subcommand: the core kinds and the
+// guard kinds.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return scheme, nil
 }

@@ -19,11 +19,8 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +29,6 @@ import (
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/probes"
-	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/api/version"
 	"github.com/xila-guard/xila-guard/components/attest/attester"
 	"github.com/xila-guard/xila-guard/components/attest/controller"
@@ -197,15 +193,9 @@ func ParseControllerFlags(args []string, stderr io.Writer) (*ControllerOptions, 
 
 func runController(ctx context.Context, o *ControllerOptions, stderr io.Writer) error {
 	log := logr.FromSlogHandler(newLogger(stderr, o.logLevel).Handler())
-	var cfg *rest.Config
-	var err error
-	if o.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-	} else {
-		cfg, err = ctrl.GetConfig()
-	}
+	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("loading the kubeconfig: %w", err)
+		return err
 	}
 	return RunControllerWithConfig(ctx, cfg, o, log)
 }
@@ -215,11 +205,9 @@ func runController(ctx context.Context, o *ControllerOptions, stderr io.Writer) 
 // registry, so it runs once per process.
 func RunControllerWithConfig(ctx context.Context, cfg *rest.Config, o *ControllerOptions, log logr.Logger) error {
 	ctrl.SetLogger(log)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
+	scheme, err := newScheme()
+	if err != nil {
+		return err
 	}
 	vopts := verify.Options{MaxChallengeAge: o.maxChallengeAge}
 	if o.tdxCollateral != "" {

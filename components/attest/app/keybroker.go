@@ -13,10 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -98,15 +95,9 @@ func ParseKeyBrokerFlags(args []string, stderr io.Writer) (*KeyBrokerOptions, er
 
 func runKeyBroker(ctx context.Context, o *KeyBrokerOptions, stdout, stderr io.Writer) error {
 	log := logr.FromSlogHandler(newLogger(stderr, o.logLevel).Handler())
-	var cfg *rest.Config
-	var err error
-	if o.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-	} else {
-		cfg, err = ctrl.GetConfig()
-	}
+	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("loading the kubeconfig: %w", err)
+		return err
 	}
 	audit := stdout
 	if o.auditLog != "-" {
@@ -126,11 +117,9 @@ func runKeyBroker(ctx context.Context, o *KeyBrokerOptions, stdout, stderr io.Wr
 // client to one replica (sessionAffinity: ClientIP).
 func RunKeyBrokerWithConfig(ctx context.Context, cfg *rest.Config, o *KeyBrokerOptions, audit io.Writer, log logr.Logger) error {
 	ctrl.SetLogger(log)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
+	scheme, err := newScheme()
+	if err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,

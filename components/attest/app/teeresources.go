@@ -14,11 +14,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -110,15 +107,9 @@ func parseSources(v string) ([]v1alpha1.EvidenceSource, error) {
 
 func runTEEResources(ctx context.Context, o *TEEResourcesOptions, stderr io.Writer) error {
 	logger := newLogger(stderr, o.logLevel)
-	var cfg *rest.Config
-	var err error
-	if o.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-	} else {
-		cfg, err = ctrl.GetConfig()
-	}
+	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("loading the kubeconfig: %w", err)
+		return err
 	}
 	return RunTEEResourcesWithConfig(ctx, cfg, o, logger)
 }
@@ -130,11 +121,9 @@ func runTEEResources(ctx context.Context, o *TEEResourcesOptions, stderr io.Writ
 func RunTEEResourcesWithConfig(ctx context.Context, cfg *rest.Config, o *TEEResourcesOptions, logger *slog.Logger) error {
 	log := logr.FromSlogHandler(logger.Handler())
 	ctrl.SetLogger(log)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
+	scheme, err := newScheme()
+	if err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
