@@ -36,22 +36,29 @@ func TestAttestationReasons(t *testing.T) {
 // TestAttestationReasonsDocumented keeps the verifier's table in
 // docs/api.md in step with the codes.
 func TestAttestationReasonsDocumented(t *testing.T) {
+	assertTableRows(t, "Attestation reason codes", "attestation", AttestationReasons)
+}
+
+// assertTableRows checks that the section of docs/api.md under heading has
+// a table row for every reason; what names the table in messages.
+func assertTableRows(t *testing.T, heading, what string, reasons []Reason) {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "api.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	start := strings.Index(doc, "### Attestation reason codes")
+	start := strings.Index(doc, "### "+heading)
 	if start < 0 {
-		t.Fatal("docs/api.md has no section \"Attestation reason codes\"")
+		t.Fatalf("docs/api.md has no section %q", heading)
 	}
 	section := doc[start+1:]
 	if end := strings.Index(section, "\n#"); end >= 0 {
 		section = section[:end]
 	}
-	for _, r := range AttestationReasons {
+	for _, r := range reasons {
 		if !strings.Contains(section, "| `"+string(r)+"` |") {
-			t.Errorf("docs/api.md has no attestation row for %s", r)
+			t.Errorf("docs/api.md has no %s row for %s", what, r)
 		}
 	}
 }
