@@ -209,6 +209,14 @@ func TestAdmission(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("make demo's attested phase: TEE taints keep a pod that asks for no TEE off the attested nodes, placement on verified reports", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			got, err := labFrom(ctx, t).AttestedPhase().Run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(got)
+			return ctx
+		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			if l, ok := ctx.Value(labKey{}).(*lab.Lab); ok {
 				if err := l.RevokeBinding(ctx, binderRole); err != nil {

@@ -117,7 +117,7 @@ func (l *Lab) Phases() []Phase {
 				return fmt.Sprintf("tenant can %s; %d other requests DENIED (%s)", strings.Join(allowed, ", "), len(denied), strings.Join(denied, ", ")), nil
 			},
 		},
-		l.attestedPhase(),
+		l.AttestedPhase(),
 	}
 }
 
