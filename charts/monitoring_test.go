@@ -23,7 +23,7 @@ func monitoredValues() map[string]any {
 		"observe":           map[string]any{"enabled": true},
 		"networkPolicy":     map[string]any{"enabled": true},
 		"gpuDevicePolicies": map[string]any{"enabled": true},
-		"confidential": map[string]any{"enabled": true, "attester": map[string]any{"backend": "lab",
+		"confidential": map[string]any{"enabled": true, "keyBroker": map[string]any{"enabled": true}, "attester": map[string]any{"backend": "lab",
 			"lab": map[string]any{"measurement": "sha384:" + strings.Repeat("a", 96)}}},
 		"monitoring": map[string]any{
 			"podMonitors":      map[string]any{"enabled": true},
@@ -168,7 +168,7 @@ func TestPodMonitors(t *testing.T) {
 		}
 	}
 	slices.Sort(monitors)
-	want := []string{"xila-guard-agent", "xila-guard-attest", "xila-guard-core", "xila-guard-gpudevices", "xila-guard-observe", "xila-guard-scheduler", "xila-guard-webhook"}
+	want := []string{"xila-guard-agent", "xila-guard-attest", "xila-guard-core", "xila-guard-gpudevices", "xila-guard-kbs", "xila-guard-observe", "xila-guard-scheduler", "xila-guard-webhook"}
 	if !slices.Equal(monitors, want) {
 		t.Errorf("PodMonitors %v, want %v", monitors, want)
 	}
