@@ -510,6 +510,36 @@ func (e *trustEnv) attempts() []attempt {
 		{"tenant edits its TenantBinding", rbacDenied, guardWrite("tenantbindings", ns), nil},
 		{"tenant edits its PlacementPolicy", rbacDenied, guardWrite("placementpolicies", ns), nil},
 		{"tenant edits a NodeSecurityState", rbacDenied, guardWrite("nodesecuritystates", e.compliant), nil},
+		{"tenant writes a KeyReleasePolicy for its namespace", rbacDenied, func(ctx context.Context) error {
+			_, dyn, err := e.l.As(e.l.User)
+			if err != nil {
+				return err
+			}
+			krp := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": lab.Group + "/v1alpha1", "kind": "KeyReleasePolicy",
+				"metadata": map[string]any{"name": "xg-stolen"},
+				"spec": map[string]any{"tenantId": pool, "keys": []any{map[string]any{
+					"resource": "default/key/stolen", "secretRef": map[string]any{"name": "another-tenants-key", "key": "key"}}}},
+			}}
+			_, err = dyn.Resource(guardKeyPolicies).Create(ctx, krp, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}, nil},
+		// The record of the evidence a pod was bound against, which the key
+		// broker releases keys by: only the controlled scheduler writes it.
+		{"tenant pod claims the evidence it was bound against", "BOUND_EVIDENCE_RESERVED", tenantPod("claims-bound", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{boundEvidenceKey: "00000000-0000-0000-0000-000000000000/1"}
+		}), nil},
+		{"Volcano binds a tenant pod with a bound-evidence annotation", "BOUND_EVIDENCE_RESERVED", func(ctx context.Context) error {
+			name, err := e.held(ctx, ns)
+			if err != nil {
+				return fmt.Errorf("creating the held pod: %w", err)
+			}
+			held = append(held, ns+"/"+name)
+			return e.binder.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{boundEvidenceKey: "00000000-0000-0000-0000-000000000000/1"}},
+				Target:     corev1.ObjectReference{Kind: "Node", Name: e.compliant},
+			}, metav1.CreateOptions{})
+		}, e.unbound(&held)},
 		// A namespace creator.
 		{"namespace creator makes a namespace", "", func(ctx context.Context) error {
 			for _, n := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: plainNS}},
