@@ -35,11 +35,16 @@ var (
 const (
 	controllerUser = "system:serviceaccount:xila-guard-system:xila-guard-attest"
 	brokerUser     = "system:serviceaccount:xila-guard-system:xila-guard-kbs"
+	teeUser        = "system:serviceaccount:xila-guard-system:xila-guard-tee-resources"
 )
 
 // brokerConfig reaches the API server as the key broker, bound to its
 // generated ClusterRole and to a Role reading Secrets in xila-guard-system.
 var brokerConfig *rest.Config
+
+// teeConfig reaches the API server as the TEE resource agent, bound to its
+// generated ClusterRole.
+var teeConfig *rest.Config
 
 // stopController stops the shared controller, when one runs.
 var stopController = func() {}
@@ -64,6 +69,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	if brokerConfig, err = bindGeneratedRole(e.Environment, "kbs-rbac", brokerUser); err != nil {
+		fmt.Fprintf(os.Stderr, "integration tests cannot run: %v\n", err)
+		return 1
+	}
+	if teeConfig, err = bindGeneratedRole(e.Environment, "teeresources-rbac", teeUser); err != nil {
 		fmt.Fprintf(os.Stderr, "integration tests cannot run: %v\n", err)
 		return 1
 	}
