@@ -13,7 +13,7 @@ CONTROLLER_GEN="${XG_BIN}/controller-gen"
 
 cd "${REPO_ROOT}/components/api"
 log "controller-gen: deepcopy"
-"${CONTROLLER_GEN}" object paths=./v1alpha1/... paths=./gpu/v1alpha1/...
+"${CONTROLLER_GEN}" object paths=./v1alpha1/... paths=./gpu/v1alpha1/... paths=./policyreport/v1alpha2/...
 log "controller-gen: CRDs into components/api/config/crd"
 rm -f config/crd/*.yaml
 "${CONTROLLER_GEN}" crd paths=./v1alpha1/... paths=./gpu/v1alpha1/... output:crd:artifacts:config=config/crd
@@ -23,6 +23,16 @@ log "CRDs into charts/xila-guard/crds"
 rm -rf "${REPO_ROOT}/charts/xila-guard/crds"
 mkdir -p "${REPO_ROOT}/charts/xila-guard/crds"
 cp config/crd/*.yaml "${REPO_ROOT}/charts/xila-guard/crds/"
+# The Policy Report CRD (wgpolicyk8s.io) is not ours: Kyverno and
+# policy-reporter install their own copy. It goes to a directory of its own,
+# never to crds/, which Helm installs always, and the chart renders it as a
+# template only with observe.policyReports.installCRD.
+log "controller-gen: the PolicyReport CRD into components/api/config/policyreport-crd and the chart"
+rm -f config/policyreport-crd/*.yaml
+"${CONTROLLER_GEN}" crd paths=./policyreport/v1alpha2/... output:crd:artifacts:config=config/policyreport-crd
+rm -rf "${REPO_ROOT}/charts/xila-guard/policyreport-crd"
+mkdir -p "${REPO_ROOT}/charts/xila-guard/policyreport-crd"
+cp config/policyreport-crd/*.yaml "${REPO_ROOT}/charts/xila-guard/policyreport-crd/"
 
 # The orchestrator profiles, which the chart enables by name
 # (orchestratorProfiles) and reads with .Files from its own copy.

@@ -19,6 +19,7 @@ import (
 // +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.status.evaluation.decision`
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source`
 // +kubebuilder:printcolumn:name="Complete",type=boolean,JSONPath=`.spec.complete`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Observed",type=date,JSONPath=`.spec.observedAt`
 // +kubebuilder:printcolumn:name="Incarnation",type=string,JSONPath=`.spec.incarnation`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -297,7 +298,9 @@ type NodeSecurityStateStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// evaluation is the latest judgement of the node against the policy of
-	// the tenant whose pool it is in.
+	// the tenant whose pool it is in; absent when the node is in no pool
+	// or no single TenantBinding owns its pool. It is a report for people:
+	// no decision reads it.
 	// +optional
 	Evaluation *NodeEvaluation `json:"evaluation,omitempty"`
 }
@@ -332,7 +335,9 @@ type NodeEvaluation struct {
 	// +optional
 	Incarnation string `json:"incarnation,omitempty"`
 
-	// evaluatedAt is when the judgement was made.
+	// evaluatedAt is when the evaluator first reached this judgement (the
+	// fields above). Re-evaluations that reach the same one leave it alone,
+	// so that the status is written only when the judgement changes.
 	// +kubebuilder:validation:Format=date-time
 	// +required
 	EvaluatedAt metav1.Time `json:"evaluatedAt"`

@@ -12,6 +12,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:printcolumn:name="Confinement",type=string,JSONPath=`.spec.confinement`
 // +kubebuilder:printcolumn:name="Sources",type=string,JSONPath=`.spec.evidence.acceptedSources`
 // +kubebuilder:printcolumn:name="Max Age",type=string,JSONPath=`.spec.evidence.maxAge`
+// +kubebuilder:printcolumn:name="Bindings",type=integer,JSONPath=`.status.bindings`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PlacementPolicy struct {
@@ -222,11 +223,18 @@ type PlacementPolicyStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions describe the policy's state; Ready is True once the policy
-	// is in effect.
+	// is in effect: its spec is valid and a TenantBinding's namespaces
+	// resolve to it.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// bindings is how many TenantBindings have a namespace that resolves
+	// to the policy.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Bindings int32 `json:"bindings"`
 }
 
 // PlacementPolicyList is a list of PlacementPolicy.

@@ -9,8 +9,9 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=gtb,categories=xila-guard
 // +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.spec.tenantId`
-// +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.nodePool`
-// +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.effectivePolicyRef.name`
+// +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.status.pool`
+// +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.status.policy`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.poolNodeCount`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.tenantId",message="metadata.name must equal spec.tenantId, so that each tenant has exactly one TenantBinding"
@@ -79,12 +80,74 @@ type TenantBindingStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions describe the binding's state; Ready is True when its
-	// policy resolves and its namespaces exist.
+	// conditions describe the binding's state; Ready is True when the
+	// policy of every namespace resolves and is valid and every namespace
+	// exists.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// pool is the guard.xila.us/tenant-pool label value of the tenant's
+	// nodes: spec.nodePool, or the tenant ID when it is empty.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Pool string `json:"pool,omitempty"`
+
+	// policy is the PlacementPolicy the binding's namespaces resolve to:
+	// spec.effectivePolicyRef, or else the policy every namespace's
+	// guard.xila.us/policy annotation names. Empty when no policy is named,
+	// or when the annotations name different ones (namespaces then says
+	// which).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Policy string `json:"policy,omitempty"`
+
+	// policyFound is true when the policy of every namespace exists.
+	// +optional
+	PolicyFound bool `json:"policyFound"`
+
+	// namespaces are the namespaces of spec.namespaces, in that order, with
+	// what was found about each.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1024
+	// +optional
+	Namespaces []BindingNamespace `json:"namespaces,omitempty"`
+
+	// poolNodeCount is how many nodes carry the pool label.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	PoolNodeCount int32 `json:"poolNodeCount"`
+
+	// poolNodes are the names of the pool's nodes in alphabetical order,
+	// at most MaxPoolNodes (64) of them; poolNodeCount counts them all.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	PoolNodes []string `json:"poolNodes,omitempty"`
+}
+
+// MaxPoolNodes is the most node names a TenantBinding's status lists.
+const MaxPoolNodes = 64
+
+// BindingNamespace is what was found about one namespace of a binding.
+type BindingNamespace struct {
+	// name of the namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Name string `json:"name"`
+
+	// exists is true when the namespace exists.
+	// +required
+	Exists bool `json:"exists"`
+
+	// policy is the PlacementPolicy the namespace's pods answer to, once
+	// it exists; empty when none resolves.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Policy string `json:"policy,omitempty"`
 }
 
 // TenantBindingList is a list of TenantBinding.

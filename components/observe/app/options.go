@@ -33,6 +33,8 @@ type Options struct {
 	Resync           time.Duration
 	Workers          int
 	ReportFile       string
+	PolicyReports    bool
+	Status           bool
 	MetricsAddr      string
 	ProbeAddr        string
 	LeaderElect      bool
@@ -58,6 +60,8 @@ func ParseFlags(args []string, out io.Writer) (*Options, error) {
 	fs.DurationVar(&o.Resync, "resync", postbind.DefaultResync, "how often every protected pod is re-evaluated")
 	fs.IntVar(&o.Workers, "workers", 8, "concurrent post-binding evaluations")
 	fs.StringVar(&o.ReportFile, "report-file", "", "file the JSON report lines are appended to; empty for stdout")
+	fs.BoolVar(&o.Status, "status", true, "keep the status of PlacementPolicies, TenantBindings and NodeSecurityStates")
+	fs.BoolVar(&o.PolicyReports, "policy-reports", false, "keep a wgpolicyk8s.io/v1alpha2 PolicyReport "+postbind.PolicyReportName+" in every namespace with protected pods; the start fails when the cluster serves no PolicyReport")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":9090", "address of the /metrics endpoint; 0 disables it")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":9091", "address of /healthz and /readyz")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader, so that two replicas can run")

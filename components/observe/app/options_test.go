@@ -13,7 +13,7 @@ import (
 
 func TestParseFlags(t *testing.T) {
 	defaults := Options{CoreURL: InProcess, EvalTimeout: guard.DefaultEvalTimeout, Profile: guard.ProfileProduction,
-		PublishEvidence: true, TaintPools: true, ComplianceLabels: true, RefreshPeriod: time.Minute, Resync: 2 * time.Minute, Workers: 8,
+		PublishEvidence: true, TaintPools: true, ComplianceLabels: true, Status: true, RefreshPeriod: time.Minute, Resync: 2 * time.Minute, Workers: 8,
 		MetricsAddr: ":9090", ProbeAddr: ":9091", LeaderElect: true}
 	lab := defaults
 	lab.Profile, lab.MockEvidence, lab.CoreURL, lab.ReportFile = guard.ProfileLab, true, "http://core:8080", "/var/log/guard.jsonl"

@@ -14,8 +14,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/xila-guard/xila-guard/components/api/policyreport/v1alpha2"
 	"github.com/xila-guard/xila-guard/components/api/probes"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/client"
@@ -25,6 +27,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/observe/metrics"
 	"github.com/xila-guard/xila-guard/components/observe/pooltaint"
 	"github.com/xila-guard/xila-guard/components/observe/postbind"
+	"github.com/xila-guard/xila-guard/components/observe/status"
 	"github.com/xila-guard/xila-guard/components/observe/teetaint"
 )
 
@@ -70,7 +73,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // RunWithConfig runs the controller against the cluster of cfg.
 func RunWithConfig(ctx context.Context, cfg *rest.Config, o *Options, report io.Writer, log logr.Logger) error {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, v1alpha2.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}
@@ -78,6 +81,10 @@ func RunWithConfig(ctx context.Context, cfg *rest.Config, o *Options, report io.
 	eval, err := newEvaluator(o)
 	if err != nil {
 		return err
+	}
+	cacheOpts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	if o.PolicyReports {
+		cacheOpts.ByObject = map[crclient.Object]cache.ByObject{&v1alpha2.PolicyReport{}: postbind.PolicyReportCache()}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
@@ -88,7 +95,7 @@ func RunWithConfig(ctx context.Context, cfg *rest.Config, o *Options, report io.
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Cache:                         cacheOpts,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -122,13 +129,27 @@ func RunWithConfig(ctx context.Context, cfg *rest.Config, o *Options, report io.
 			return fmt.Errorf("setting up the compliance labeller: %w", err)
 		}
 	}
+	if o.Status {
+		c := &status.Controller{Client: mgr.GetClient(), Evaluator: eval, Profile: o.Profile}
+		if err := c.SetupWithManager(mgr, o.Workers); err != nil {
+			return fmt.Errorf("setting up the status controller: %w", err)
+		}
+	}
 	r := &postbind.Reconciler{Client: mgr.GetClient(), Evaluator: eval, Profile: o.Profile,
 		Recorder: mgr.GetEventRecorder("xila-guard-observe"), Sink: postbind.NewSink(report), Observer: m, Resync: o.Resync}
+	if o.PolicyReports {
+		r.Reports = &postbind.PolicyReports{Client: mgr.GetClient()}
+	}
 	if err := r.SetupWithManager(ctx, mgr, o.Workers); err != nil {
 		return fmt.Errorf("setting up post-binding evaluation: %w", err)
 	}
+	if r.Reports != nil {
+		if err := r.Reports.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("--policy-reports: %w", err)
+		}
+	}
 	log.Info("starting", "coreURL", o.CoreURL, "profile", o.Profile, "mockEvidence", o.MockEvidence,
-		"complianceLabels", o.ComplianceLabels, "leaderElect", o.LeaderElect)
+		"complianceLabels", o.ComplianceLabels, "status", o.Status, "policyReports", o.PolicyReports, "leaderElect", o.LeaderElect)
 	return mgr.Start(ctx)
 }
 

@@ -22,7 +22,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,25 +124,23 @@ type subject struct {
 // component shares, so a namespace annotation names a policy only where a
 // binding lets it.
 func (l *Labeller) subjects(ctx context.Context, pool string) (map[string][]subject, error) {
-	var bindings v1alpha1.TenantBindingList
-	if err := l.Client.List(ctx, &bindings); err != nil {
-		return nil, fmt.Errorf("listing TenantBindings: %w", err)
+	lookup, err := resolve.ListBindings(ctx, l.Client)
+	if err != nil {
+		return nil, err
 	}
-	lookup := &lookup{ctx: ctx, c: l.Client, bindings: bindings.Items}
 	out := map[string][]subject{}
 	seen := map[[2]string]bool{}
-	for i := range bindings.Items {
-		b := &bindings.Items[i]
+	for i := range lookup.Bindings {
+		b := &lookup.Bindings[i]
 		if pool != "" && b.Spec.Pool() != pool {
 			continue
 		}
 		for _, name := range b.Spec.Namespaces {
-			ns := &corev1.Namespace{}
-			if err := l.Client.Get(ctx, client.ObjectKey{Name: name}, ns); apierrors.IsNotFound(err) {
-				// Its pods, once it exists, answer to the binding's policy.
-				ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-			} else if err != nil {
-				return nil, fmt.Errorf("reading namespace %s: %w", name, err)
+			// A namespace that does not exist yet: its pods, once it does,
+			// answer to the binding's policy.
+			ns, _, err := lookup.Namespace(name)
+			if err != nil {
+				return nil, err
 			}
 			id, err := resolve.Namespace(ns, lookup)
 			if err != nil {
@@ -241,32 +238,4 @@ func (l *Labeller) next(subjects map[string][]subject, candidate wire.Node) time
 		}
 	}
 	return after
-}
-
-// lookup is a resolve.Lookup over the bindings already listed and the
-// client's PlacementPolicies.
-type lookup struct {
-	ctx      context.Context
-	c        client.Reader
-	bindings []v1alpha1.TenantBinding
-}
-
-func (l *lookup) Listing(namespace string) ([]*v1alpha1.TenantBinding, error) {
-	var out []*v1alpha1.TenantBinding
-	for i := range l.bindings {
-		if slices.Contains(l.bindings[i].Spec.Namespaces, namespace) {
-			out = append(out, &l.bindings[i])
-		}
-	}
-	return out, nil
-}
-
-func (l *lookup) PlacementPolicy(name string) (*v1alpha1.PlacementPolicy, error) {
-	p := &v1alpha1.PlacementPolicy{}
-	if err := l.c.Get(l.ctx, client.ObjectKey{Name: name}, p); apierrors.IsNotFound(err) {
-		return nil, nil
-	} else if err != nil {
-		return nil, fmt.Errorf("reading PlacementPolicy %s: %w", name, err)
-	}
-	return p, nil
 }

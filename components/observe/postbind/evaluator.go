@@ -52,9 +52,9 @@ func only(req *wire.EvaluateRequest, results []wire.NodeResult) (wire.NodeResult
 	return results[0], nil
 }
 
-// failure turns an evaluator error into the indeterminate result that is
+// Failure turns an evaluator error into the indeterminate result that is
 // reported in its place: an unanswered question is itself a finding.
-func failure(node string, err error) wire.NodeResult {
+func Failure(node string, err error) wire.NodeResult {
 	reason := guard.ReasonEvaluatorError
 	switch {
 	case errors.Is(err, client.ErrTimeout):

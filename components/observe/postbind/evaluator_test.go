@@ -69,7 +69,7 @@ func TestRemoteUnavailable(t *testing.T) {
 	if !errors.Is(err, coreclient.ErrUnavailable) {
 		t.Fatalf("error %v, want ErrUnavailable", err)
 	}
-	if got := failure("gpu-1", err); got.Reasons[0] != guard.ReasonEvaluatorUnavailable {
+	if got := Failure("gpu-1", err); got.Reasons[0] != guard.ReasonEvaluatorUnavailable {
 		t.Errorf("reported as %v", got.Reasons)
 	}
 }

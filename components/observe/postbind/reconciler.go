@@ -55,6 +55,9 @@ type Reconciler struct {
 	Sink *Sink
 	// Observer, when set, is told about evaluations and drift.
 	Observer Observer
+	// Reports, when set, keeps the namespaces' PolicyReports in step with
+	// the decisions.
+	Reports *PolicyReports
 	// Resync re-evaluates every pod on this period; DefaultResync when zero.
 	Resync time.Duration
 	// Clock defaults to the system clock.
@@ -109,10 +112,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	start := r.now()
 	res, err := r.Evaluator.Evaluate(ctx, req2)
 	if err != nil {
-		res = failure(node.Name, err)
+		res = Failure(node.Name, err)
 	}
 	if r.Observer != nil {
 		r.Observer.Evaluated(res, r.now().Sub(start), err == nil)
+	}
+	if r.Reports != nil {
+		r.Reports.observe(pod, id, res)
 	}
 	if err := r.report(pod, id, res); err != nil {
 		return reconcile.Result{}, err
@@ -189,6 +195,9 @@ func (r *Reconciler) Forget(pod types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.last, pod)
 	r.mu.Unlock()
+	if r.Reports != nil {
+		r.Reports.forget(pod)
+	}
 }
 
 // bound reports whether the pod is on a node and not finished.

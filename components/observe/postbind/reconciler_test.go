@@ -144,9 +144,9 @@ func TestFailure(t *testing.T) {
 		coreclient.ErrMalformedResponse: guard.ReasonEvaluatorError,
 		errors.New("other"):             guard.ReasonEvaluatorError,
 	} {
-		got := failure("n", err)
+		got := Failure("n", err)
 		if got.Decision != guard.DecisionIndeterminate || len(got.Reasons) != 1 || got.Reasons[0] != want {
-			t.Errorf("failure(%v) = %+v, want indeterminate %s", err, got, want)
+			t.Errorf("Failure(%v) = %+v, want indeterminate %s", err, got, want)
 		}
 	}
 }

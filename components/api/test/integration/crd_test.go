@@ -31,11 +31,11 @@ func TestIntegrationCRDsInstalled(t *testing.T) {
 	}
 	want := map[string]shape{
 		"placementpolicies.guard.xila.us": {apiextensionsv1.ClusterScoped, []string{"gpp"}, []string{"xila-guard"}, true,
-			[]string{"Confinement", "Sources", "Max Age", "Ready", "Age"}},
+			[]string{"Confinement", "Sources", "Max Age", "Bindings", "Ready", "Age"}},
 		"tenantbindings.guard.xila.us": {apiextensionsv1.ClusterScoped, []string{"gtb"}, []string{"xila-guard"}, true,
-			[]string{"Tenant", "Pool", "Policy", "Ready", "Age"}},
+			[]string{"Tenant", "Pool", "Policy", "Nodes", "Ready", "Age"}},
 		"nodesecuritystates.guard.xila.us": {apiextensionsv1.ClusterScoped, []string{"nss"}, []string{"xila-guard"}, true,
-			[]string{"Tenant", "Decision", "Source", "Complete", "Observed", "Incarnation", "Age"}},
+			[]string{"Tenant", "Decision", "Source", "Complete", "Ready", "Observed", "Incarnation", "Age"}},
 	}
 	for name, want := range want {
 		t.Run(name, func(t *testing.T) {
@@ -154,8 +154,16 @@ func TestIntegrationValidObjectsAccepted(t *testing.T) {
 			t.Errorf("kubectl get nss lacks %q:\n%s", want, out)
 		}
 	}
+	// The binding's columns read the status the observe controller keeps.
+	binding.Status = v1alpha1.TenantBindingStatus{ObservedGeneration: binding.Generation, Pool: "acme", Policy: "acme-strict", PolicyFound: true,
+		Namespaces:    []v1alpha1.BindingNamespace{{Name: binding.Spec.Namespaces[0], Exists: true, Policy: "acme-strict"}},
+		PoolNodeCount: 3, PoolNodes: []string{"gpu-node-1", "gpu-node-2", "gpu-node-3"},
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Resolved", Message: "ok", LastTransitionTime: observed}}}
+	if err := k8s.Status().Update(ctx, binding); err != nil {
+		t.Fatalf("updating TenantBinding status: %v", err)
+	}
 	out = runKubectl(t, "get", "gtb", "acme")
-	for _, want := range []string{"TENANT", "POOL", "POLICY", "acme-strict"} {
+	for _, want := range []string{"TENANT", "POOL", "POLICY", "NODES", "READY", "acme-strict", "3", "True"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl get gtb lacks %q:\n%s", want, out)
 		}

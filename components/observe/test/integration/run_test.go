@@ -23,8 +23,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/observe/app"
 	"github.com/xila-guard/xila-guard/components/observe/evidence"
+	"github.com/xila-guard/xila-guard/components/observe/status"
 )
 
 // TestIntegrationRun starts the whole controller as a user that holds only
@@ -60,6 +62,16 @@ func TestIntegrationRun(t *testing.T) {
 			return fmt.Errorf("taints %v", n.Spec.Taints)
 		}
 		return nil
+	})
+	// The status controller writes through the generated role.
+	create(t, &v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: "run-policy"}, Spec: v1alpha1.PlacementPolicySpec{
+		Evidence: v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceNFD}}}})
+	eventually(t, 20*time.Second, func() error {
+		p := &v1alpha1.PlacementPolicy{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: "run-policy"}, p); err != nil {
+			return err
+		}
+		return wantReady(p.Status.Conditions, metav1.ConditionFalse, status.ReasonUnreferenced)
 	})
 	for _, url := range []string{"http://127.0.0.1:19091/healthz", "http://127.0.0.1:19091/readyz", "http://127.0.0.1:19090/metrics"} {
 		eventually(t, 5*time.Second, func() error {
