@@ -45,10 +45,13 @@ packages: ## Install missing Debian build packages (clang, llvm, libbpf-dev, ipr
 tools: packages ## Build Kubernetes, etcd, CoreDNS, crictl, helm, kind and linters from Go modules.
 	hack/build-tools.sh
 
-build: tools ## Compile every module and binary.
+build: tools plugin ## Compile every module and binary.
 	go build $(GO_PACKAGES)
 	cd $(TF_PROVIDER) && GOWORK=off go build ./...
 	cd hack/tools && GOWORK=off go build ./runcwrap ./pause
+
+plugin: ## Build the kubectl plugin into _output/bin/kubectl-xila_guard (put it on PATH: kubectl xila-guard).
+	go build -o $(BIN)/kubectl-xila_guard ./components/cli/cmd/kubectl-xila_guard
 
 images: ## Build one FROM-scratch image per component, tagged with git describe.
 	hack/build-images.sh
@@ -82,7 +85,7 @@ unit: ## Unit tests (race detector on).
 integration: envtest ## Integration tests against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -tags integration -count=1 -run Integration $(GO_PACKAGES)
 
-e2e: tools images kind-image ## End-to-end suite on a kind cluster (KEEP_CLUSTER=1 keeps it; E2E_RUN=<regexp> picks tests).
+e2e: tools plugin images kind-image ## End-to-end suite on a kind cluster (KEEP_CLUSTER=1 keeps it; E2E_RUN=<regexp> picks tests).
 	XG_BIN=$(BIN) XG_IMAGE_TAG=$(XG_VERSION) NODE_IMAGE=$(NODE_IMAGE) AGNHOST_IMAGE=$(AGNHOST_IMAGE) \
 	  go test -tags e2e -count=1 -timeout 60m -v $(if $(E2E_RUN),-run '$(E2E_RUN)') ./e2e/...
 
@@ -122,4 +125,4 @@ verify: tools ## Fail when generated code or pins are stale.
 clean: ## Remove build output (not the version cache in ~/.cache/xila-guard).
 	rm -rf _output
 
-.PHONY: help demo test packages tools build images kind-image envtest kind-up kind-down unit integration e2e test-kind-lab e2e-volcano lint generate verify clean terraform-provider terraform-test
+.PHONY: help demo test packages tools build plugin images kind-image envtest kind-up kind-down unit integration e2e test-kind-lab e2e-volcano lint generate verify clean terraform-provider terraform-test

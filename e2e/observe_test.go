@@ -8,8 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +20,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
 // Names the observe test shares with the product (docs/observe.md).
@@ -167,6 +172,104 @@ func TestObserve(t *testing.T) {
 			}
 			if n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err != nil || n.Spec.Unschedulable {
 				t.Errorf("node %s after the drift: unschedulable %v (err %v); want it left alone", node, n != nil && n.Spec.Unschedulable, err)
+			}
+			return ctx
+		}).
+		Assess("status, PolicyReports and kubectl xila-guard tell the state", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			o := observedFrom(ctx, t)
+			dyn := dynamicClientFor(t, cfg)
+			shared, flipped := o.workers[timeSlicedPoolNode], o.workers[compliantPoolNode]
+			// The printer columns read these: never blank while healthy.
+			waitFor(ctx, t, 30*time.Second, func() error {
+				b, err := dyn.Resource(guardBindings).Get(ctx, o.tenant, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				count, _, _ := unstructured.NestedInt64(b.Object, "status", "poolNodeCount")
+				policy, _, _ := unstructured.NestedString(b.Object, "status", "policy")
+				if count != 2 || policy != o.tenant || readyOf(b) != "True" {
+					return fmt.Errorf("TenantBinding %s status %v", o.tenant, b.Object["status"])
+				}
+				p, err := dyn.Resource(guardPolicies).Get(ctx, o.tenant, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if n, _, _ := unstructured.NestedInt64(p.Object, "status", "bindings"); n != 1 || readyOf(p) != "True" {
+					return fmt.Errorf("PlacementPolicy %s status %v", o.tenant, p.Object["status"])
+				}
+				st, err := dyn.Resource(guardStates).Get(ctx, shared, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				d, _, _ := unstructured.NestedString(st.Object, "status", "evaluation", "decision")
+				reasons, _, _ := unstructured.NestedStringSlice(st.Object, "status", "evaluation", "reasons")
+				if d != "deny" || !slices.Contains(reasons, "TIME_SLICING_FORBIDDEN") || readyOf(st) != "True" {
+					return fmt.Errorf("NodeSecurityState %s status %v", shared, st.Object["status"])
+				}
+				return nil
+			})
+			c, err := lab.NewCluster(cfg.KubeconfigFile(), suite.BinDir, suite.RepoRoot, suite.ImageTag, suite.Agnhost)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Violations as PolicyReports: the pod placed on the time-sliced
+			// node fails its placement, the one whose node flipped drifted.
+			waitFor(ctx, t, time.Minute, func() error {
+				out, err := exec.CommandContext(ctx, filepath.Join(suite.BinDir, "kubectl"), "--kubeconfig", cfg.KubeconfigFile(),
+					"get", "policyreport", "-n", o.tenant, "xila-guard", "-o",
+					`jsonpath={range .results[*]}{.resources[0].name}={.result}/{.rule}{"\n"}{end}`).CombinedOutput()
+				if err != nil {
+					return fmt.Errorf("kubectl get policyreport: %v: %s", err, out)
+				}
+				for _, want := range []string{"external-timesliced=fail/placement", "runai-train-0=fail/drift"} {
+					if !strings.Contains(string(out), want) {
+						return fmt.Errorf("PolicyReport results %q lack %s", out, want)
+					}
+				}
+				return nil
+			})
+			// Why is runai-train-0 where it is? Drift, on its own node only.
+			out, code, err := c.Plugin(ctx, "explain", "pod", o.tenant+"/runai-train-0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := lab.PluginLine(out, flipped); code != 1 || len(f) < 4 || f[2] != "deny" || f[3] != "TIME_SLICING_FORBIDDEN" ||
+				!strings.Contains(out, "Drift: the pod runs on "+flipped) || lab.PluginLine(out, shared) != nil {
+				t.Errorf("kubectl xila-guard explain pod runai-train-0 (exit %d):\n%s", code, out)
+			}
+			// The pod waiting for a compliant node: every node refused, each
+			// with its reason.
+			out, code, err = c.Plugin(ctx, "explain", "pod", "-n", o.tenant, "affine-after-flip")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range o.workers {
+				if f := lab.PluginLine(out, w); len(f) < 4 || f[2] != "deny" || f[3] != "TIME_SLICING_FORBIDDEN" {
+					t.Errorf("kubectl xila-guard explain pod affine-after-flip: node %s %v, want deny TIME_SLICING_FORBIDDEN:\n%s", w, f, out)
+				}
+			}
+			if code != 1 || !strings.Contains(out, "Xila Guard refuses every node") {
+				t.Errorf("kubectl xila-guard explain pod affine-after-flip (exit %d):\n%s", code, out)
+			}
+			// Health in one command.
+			out, _, err = c.Plugin(ctx, "status")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := lab.PluginLine(out, "deployment/"+observeName); len(f) < 3 || f[1] != "2/2" || f[2] != suite.ImageTag {
+				t.Errorf("kubectl xila-guard status: %s %v, want 2/2 ready at %s:\n%s", observeName, f, suite.ImageTag, out)
+			}
+			if f := lab.PluginLine(out, o.tenant); len(f) < 3 || f[1] != "2" || f[2] != "2" {
+				t.Errorf("kubectl xila-guard status: pool %s %v, want 2 states, 2 ready:\n%s", o.tenant, f, out)
+			}
+			var violations int
+			for _, line := range strings.Split(out, "\n") {
+				if _, n, ok := strings.Cut(line, "Violations in the last 1h0m0s: "); ok {
+					violations, _ = strconv.Atoi(n)
+				}
+			}
+			if !strings.Contains(out, "Evaluator: in-process") || violations < 2 || !strings.Contains(out, "PolicyReports: ") {
+				t.Errorf("kubectl xila-guard status: want the in-process evaluator, at least this test's 2 violations and the reports:\n%s", out)
 			}
 			return ctx
 		}).
@@ -668,3 +771,29 @@ func waitMetric(ctx context.Context, t *testing.T, cs kubernetes.Interface, pref
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// readyOf returns the status of an object's Ready condition, "" when it
+// has none.
+func readyOf(u *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			s, _ := m["status"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// waitFor polls check every second until it returns nil or timeout passes.
+func waitFor(ctx context.Context, t *testing.T, timeout time.Duration, check func() error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(context.Context) (bool, error) {
+		last = check()
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("after %s: %v", timeout, last)
+	}
+}

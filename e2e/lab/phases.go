@@ -77,7 +77,12 @@ func (l *Lab) Phases() []Phase {
 				if err := WaitPendingWith(ctx, l.Kube, t.Name, p.Name, "TIME_SLICING_FORBIDDEN"); err != nil {
 					return "", err
 				}
-				return "pod Pending, TIME_SLICING_FORBIDDEN", DeletePod(ctx, l.Kube, t.Name, p.Name)
+				// Why is it Pending? One command answers, node by node.
+				w1, w2 := t.Workers[CompliantWorker], t.Workers[TimeSlicedWorker]
+				if _, err := l.ExplainPending(ctx, "lab", t.Name, p.Name, w2, "TIME_SLICING_FORBIDDEN", w1); err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("pod Pending, TIME_SLICING_FORBIDDEN (kubectl xila-guard explain: %s deny, %s allow)", w2, w1), DeletePod(ctx, l.Kube, t.Name, p.Name)
 			},
 		},
 		{
