@@ -66,6 +66,11 @@ func TestMinimalWebhookWithoutEnforcement(t *testing.T) {
 				"Service/xila-guard-webhook",
 				"Deployment/xila-guard-webhook",
 				"ValidatingWebhookConfiguration/xila-guard-integration-volcano",
+				// The hook that arms it once a replica answers.
+				"ServiceAccount/xila-guard-webhook-arm",
+				"ClusterRole/xila-guard-webhook-arm",
+				"ClusterRoleBinding/xila-guard-webhook-arm",
+				"Job/xila-guard-webhook-arm",
 			}
 			switch mode {
 			case "generate":
@@ -142,20 +147,51 @@ func TestIntegrationsAreData(t *testing.T) {
 }
 
 // TestWebhookConfigurations checks what every webhook configuration must
-// hold: fail closed, a short timeout, the platform's and the system
-// namespaces exempt, and the CA of the serving certificate.
+// hold: fail closed (created Ignore, and armed by the hook Job, which names
+// every one of them; Fail from the start with armAfterReady off), a short
+// timeout, the platform's and the system namespaces exempt, and the CA of
+// the serving certificate.
 func TestWebhookConfigurations(t *testing.T) {
-	objs := objects(t, mustRender(t, loadChart(t), withTestCA(t, readValues(t, "enforcement-integrations"))).Manifest)
-	wantCA := testCA(t)
-	n := 0
+	vals := withTestCA(t, readValues(t, "enforcement-integrations"))
+	objs := objects(t, mustRender(t, loadChart(t), vals).Manifest)
+	var armJob []string
 	for _, o := range objs {
+		if o.Kind == "Job" && o.name() == "xila-guard-webhook-arm" {
+			for _, a := range field(o.raw, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)["args"].([]any) {
+				if v, ok := strings.CutPrefix(a.(string), "--validating="); ok {
+					armJob = strings.Split(v, ",")
+				}
+			}
+		}
+	}
+	webhook := vals["webhook"].(map[string]any)
+	webhook["armAfterReady"] = false
+	unarmed := objects(t, mustRender(t, loadChart(t), vals).Manifest)
+	for _, o := range unarmed {
+		if o.Kind == "Job" {
+			t.Errorf("armAfterReady false renders %s", o)
+		}
 		if o.Kind != "ValidatingWebhookConfiguration" {
 			continue
 		}
 		for _, h := range field(o.raw, "webhooks").([]any) {
-			n++
 			if got := field(h, "failurePolicy"); got != "Fail" {
-				t.Errorf("%s failurePolicy %v, want Fail", o, got)
+				t.Errorf("armAfterReady false: %s failurePolicy %v, want Fail", o, got)
+			}
+		}
+	}
+	wantCA := testCA(t)
+	n := 0
+	var configs []string
+	for _, o := range objs {
+		if o.Kind != "ValidatingWebhookConfiguration" {
+			continue
+		}
+		configs = append(configs, o.name())
+		for _, h := range field(o.raw, "webhooks").([]any) {
+			n++
+			if got := field(h, "failurePolicy"); got != "Ignore" {
+				t.Errorf("%s failurePolicy %v at first install, want Ignore until the hook arms it", o, got)
 			}
 			if got, _ := field(h, "timeoutSeconds").(float64); got < 1 || got > 10 {
 				t.Errorf("%s timeoutSeconds %v, want 1..10", o, got)
@@ -182,6 +218,11 @@ func TestWebhookConfigurations(t *testing.T) {
 	}
 	if n != 7 {
 		t.Errorf("%d webhooks, want 7 (pods and bindings of tenant and other namespaces, nodes, two integrations)", n)
+	}
+	slices.Sort(configs)
+	slices.Sort(armJob)
+	if !slices.Equal(configs, armJob) {
+		t.Errorf("the arm Job arms %v, want every configuration %v", armJob, configs)
 	}
 	pods := find(t, objs, "ValidatingWebhookConfiguration", "xila-guard-pods")
 	if got := toYAML(t, field(pods.raw, "webhooks", 0, "rules", 0, "resources")); got != "- pods\n- pods/ephemeralcontainers" {

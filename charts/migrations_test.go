@@ -21,7 +21,7 @@ func TestVMMigrations(t *testing.T) {
 	h := hooks[0]
 	for path, want := range map[string]any{
 		"name":                      "migrations.webhook.guard.xila.us",
-		"failurePolicy":             "Fail",
+		"failurePolicy":             "Ignore", // until the hook Job arms it
 		"sideEffects":               "None",
 		"clientConfig.service.path": "/validate-migrations",
 		"clientConfig.service.name": "xila-guard-webhook",

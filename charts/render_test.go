@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -74,7 +75,7 @@ func withTestCA(t *testing.T, vals map[string]any) map[string]any {
 }
 
 // rendered is what `helm install` would apply: the manifest in install
-// order, and the notes.
+// order, then the hooks in the order they run, and the notes.
 type rendered struct {
 	Manifest string
 	Notes    string
@@ -96,7 +97,15 @@ func render(ch *chart.Chart, vals map[string]any) (rendered, error) {
 	if err != nil {
 		return rendered{}, err
 	}
-	return rendered{Manifest: rel.Manifest, Notes: rel.Info.Notes}, nil
+	manifest := rel.Manifest
+	for _, h := range rel.Hooks {
+		events := make([]string, len(h.Events))
+		for i, e := range h.Events {
+			events[i] = string(e)
+		}
+		manifest += "\n---\n# Source: " + h.Path + " (hook " + strings.Join(events, ",") + ", weight " + strconv.Itoa(h.Weight) + ")\n" + h.Manifest
+	}
+	return rendered{Manifest: manifest, Notes: rel.Info.Notes}, nil
 }
 
 func mustRender(t *testing.T, ch *chart.Chart, vals map[string]any) rendered {

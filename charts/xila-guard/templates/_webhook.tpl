@@ -169,13 +169,52 @@ matchExpressions:
   scope: Namespaced
 {{- end }}
 
-{{/* Settings every webhook of the chart shares. */}}
+{{/* Settings every fail-closed webhook of the chart shares:
+     include "xila-guard.webhook.common" (list . "<configuration name>") */}}
 {{- define "xila-guard.webhook.common" -}}
+{{- $root := index . 0 -}}
 admissionReviewVersions: [v1]
 sideEffects: None
-failurePolicy: Fail
+failurePolicy: {{ include "xila-guard.webhook.failurePolicy" . }}
 matchPolicy: Equivalent
-timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+timeoutSeconds: {{ $root.Values.webhook.timeoutSeconds }}
+{{- end }}
+
+{{/* The failurePolicy of a fail-closed ValidatingWebhookConfiguration:
+     Fail once it is armed (every webhook of the live configuration is Fail,
+     or webhook.armAfterReady is off); Ignore for one the release is about
+     to create, which the hook Job arms once a replica answers
+     (templates/webhook-arm.yaml). Without a cluster (helm template) lookup
+     finds nothing: Ignore, armed by the hook. */}}
+{{- define "xila-guard.webhook.failurePolicy" -}}
+{{- $root := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- $armed := not $root.Values.webhook.armAfterReady -}}
+{{- with lookup "admissionregistration.k8s.io/v1" "ValidatingWebhookConfiguration" "" $name -}}
+{{- $armed = true -}}
+{{- range (get . "webhooks" | default list) -}}
+{{- if ne (get . "failurePolicy" | default "") "Fail" -}}
+{{- $armed = false -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- ternary "Fail" "Ignore" $armed -}}
+{{- end }}
+
+{{/* The names of the fail-closed ValidatingWebhookConfigurations the
+     release renders, one per line: what the hook Job arms. */}}
+{{- define "xila-guard.webhook.armed" -}}
+{{- if .Values.webhook.enabled }}
+xila-guard-pods
+xila-guard-bindings
+xila-guard-nodes
+{{- if .Values.confidential.vmMigrations }}
+xila-guard-migrations
+{{- end }}
+{{- end }}
+{{- range (include "xila-guard.integrations" . | fromYamlArray) }}
+{{ printf "xila-guard-integration-%s" .name }}
+{{- end }}
 {{- end }}
 
 {{/* A CEL expression, true when an update of a node changes or removes the

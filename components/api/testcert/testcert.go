@@ -63,6 +63,12 @@ func (ca *CA) Pool() *x509.CertPool {
 // given serial, to dir/tls.crt and dir/tls.key, replacing the files by
 // rename as a Secret volume update does, and returns their paths.
 func (ca *CA) WriteServing(dir string, serial int64) (certFile, keyFile string, err error) {
+	return ca.WriteServingFor(dir, serial)
+}
+
+// WriteServingFor is WriteServing with more DNS names besides localhost,
+// e.g. a Service's name.
+func (ca *CA) WriteServingFor(dir string, serial int64, dnsNames ...string) (certFile, keyFile string, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return "", "", err
@@ -70,7 +76,7 @@ func (ca *CA) WriteServing(dir string, serial int64) (certFile, keyFile string, 
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial),
 		Subject:      pkix.Name{CommonName: "xila-guard test server"},
-		DNSNames:     []string{"localhost"},
+		DNSNames:     append([]string{"localhost"}, dnsNames...),
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),

@@ -63,10 +63,10 @@ type options struct {
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &options{flags: genericclioptions.NewConfigFlags(true), streams: streams}
 	root := &cobra.Command{
-		Use:   "kubectl-xila_guard",
+		Use: "kubectl-xila_guard",
 		// kubectl runs the binary kubectl-xila_guard for `kubectl xila-guard`.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl xila-guard"},
-		Short: "Explain Xila Guard's decisions, test policies offline and check an installation",
+		Short:       "Explain Xila Guard's decisions, test policies offline and check an installation",
 		Long: `kubectl xila-guard explains why a pod is Pending or where it may run
 (explain), evaluates a policy against evidence files without a cluster
 (test), and shows the health of an installation (status).`,

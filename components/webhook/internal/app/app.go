@@ -54,6 +54,14 @@ func Main() int {
 // Run parses args and serves until ctx is done, then shuts down gracefully.
 // Logs go to stderr as JSON; --version prints to stdout.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case ArmCommand:
+			return runArm(ctx, args[1:], stderr)
+		case CheckCommand:
+			return runCheck(ctx, args[1:], stdout, stderr)
+		}
+	}
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err

@@ -1,0 +1,113 @@
+package arm
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// CheckOptions say what `xila-guard-webhook check` (the chart's helm test)
+// asks.
+type CheckOptions struct {
+	// Validating is the configuration whose webhook must answer.
+	Validating string
+	// CoreURL is the evaluator API's base URL; empty when none runs.
+	CoreURL string
+	// SchedulerNamespace and SchedulerSelector find the controlled
+	// scheduler's pods, each of which must be ready; empty when none runs.
+	SchedulerNamespace, SchedulerSelector string
+	// SchedulerPort is the port of its /readyz; 10259 when zero.
+	SchedulerPort int
+	// Timeout bounds each probe.
+	Timeout time.Duration
+}
+
+// Result is one probe's outcome.
+type Result struct {
+	What string
+	Err  error
+}
+
+// Check probes the webhook, the evaluator API and the controlled scheduler
+// once each, and returns every outcome; err is set when one failed.
+func Check(ctx context.Context, kube kubernetes.Interface, o CheckOptions) ([]Result, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	var out []Result
+	if o.Validating != "" {
+		pctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		cc, err := clientConfig(pctx, kube, Options{Validating: []string{o.Validating}})
+		if err == nil {
+			err = Probe(pctx, cc, "")
+		}
+		cancel()
+		out = append(out, Result{"webhook " + o.Validating + " answers an AdmissionReview", err})
+	}
+	if o.CoreURL != "" {
+		out = append(out, Result{"evaluator " + o.CoreURL + " is ready", get(ctx, strings.TrimSuffix(o.CoreURL, "/")+"/readyz", o.Timeout, false)})
+	}
+	if o.SchedulerSelector != "" {
+		pods, err := kube.CoreV1().Pods(o.SchedulerNamespace).List(ctx, metav1.ListOptions{LabelSelector: o.SchedulerSelector})
+		switch {
+		case err != nil:
+			out = append(out, Result{"controlled scheduler", err})
+		case len(pods.Items) == 0:
+			out = append(out, Result{"controlled scheduler", errors.New("no pod matches " + o.SchedulerSelector)})
+		}
+		if err == nil {
+			for _, p := range pods.Items {
+				// kube-scheduler's serving certificate is self-signed:
+				// this asks whether it answers, not whom to trust.
+				port := o.SchedulerPort
+				if port == 0 {
+					port = 10259
+				}
+				url := "https://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port)) + "/readyz"
+				out = append(out, Result{"scheduler " + p.Name + " is ready", get(ctx, url, o.Timeout, true)})
+			}
+		}
+	}
+	var failed []string
+	for _, r := range out {
+		if r.Err != nil {
+			failed = append(failed, r.What)
+		}
+	}
+	if len(failed) > 0 {
+		return out, fmt.Errorf("%d of %d checks failed: %s", len(failed), len(out), strings.Join(failed, "; "))
+	}
+	return out, nil
+}
+
+// get asks url for a 200.
+func get(ctx context.Context, url string, timeout time.Duration, insecure bool) error {
+	hc := &http.Client{Timeout: timeout}
+	if insecure {
+		hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}} //nolint:gosec // a liveness question, no data
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
