@@ -113,6 +113,12 @@ func Merge(vals ...map[string]any) map[string]any {
 // InstallChart installs or upgrades the chart with the given values (on
 // top of the image tag) and waits until every pod of it is ready.
 func (c *Cluster) InstallChart(ctx context.Context, values map[string]any) error {
+	return c.InstallChartFrom(ctx, filepath.Join(c.RepoRoot, "charts/xila-guard"), values)
+}
+
+// InstallChartFrom is InstallChart with the chart in dir, e.g. an earlier
+// version of it.
+func (c *Cluster) InstallChartFrom(ctx context.Context, dir string, values map[string]any) error {
 	values = Merge(map[string]any{"image": map[string]any{"tag": c.ImageTag}}, values)
 	b, err := json.Marshal(values)
 	if err != nil {
@@ -129,7 +135,7 @@ func (c *Cluster) InstallChart(ctx context.Context, values map[string]any) error
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := c.run(ctx, "helm", "upgrade", "--install", ReleaseName, filepath.Join(c.RepoRoot, "charts/xila-guard"),
+	if err := c.run(ctx, "helm", "upgrade", "--install", ReleaseName, dir,
 		"-n", PlatformNamespace, "--create-namespace", "--wait", "--timeout", "3m", "-f", f.Name()); err != nil {
 		return err
 	}
@@ -147,6 +153,22 @@ func (c *Cluster) InstallChart(ctx context.Context, values map[string]any) error
 // API server gets any answer from it, admitted or refused. Without the
 // webhook it is admitted at once.
 func (c *Cluster) waitAdmissionServing(ctx context.Context) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = c.AdmissionProbe(ctx)
+		return last == nil || !strings.Contains(last.Error(), "failed calling webhook"), nil
+	})
+	if err != nil {
+		return fmt.Errorf("admission webhooks not answering after the install: %v (last: %v)", err, last)
+	}
+	return nil
+}
+
+// AdmissionProbe creates the probe pod of waitAdmissionServing once, with a
+// server-side dry run, and returns the API server's answer: nil when
+// admitted, the refusal otherwise; "failed calling webhook" in it means a
+// fail-closed webhook did not answer.
+func (c *Cluster) AdmissionProbe(ctx context.Context) error {
 	probe := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "xg-admission-probe-", Namespace: metav1.NamespaceDefault},
 		Spec: corev1.PodSpec{
@@ -154,15 +176,18 @@ func (c *Cluster) waitAdmissionServing(ctx context.Context) error {
 			Containers: []corev1.Container{{Name: "probe", Image: c.Agnhost}},
 		},
 	}
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, last = c.Kube.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return last == nil || !strings.Contains(last.Error(), "failed calling webhook"), nil
-	})
+	_, err := c.Kube.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
+}
+
+// Helm runs helm against the cluster and returns its output.
+func (c *Cluster) Helm(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.BinDir, "helm"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("admission webhooks not answering after the install: %v (last: %v)", err, last)
+		return string(out), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
-	return nil
+	return string(out), nil
 }
 
 // UninstallChart removes the release and waits until its pods are gone,
