@@ -1,7 +1,11 @@
 // Command chart-readme writes the chart's README.md: its introduction and
 // a table of every value, its default and its description, generated from
-// values.yaml and the comments above each key. hack/update-codegen.sh runs
-// it; `make verify` fails when the README is stale.
+// values.yaml and the comments above each key. It also writes those
+// descriptions into values.schema.json (the "description" of each key's
+// schema), in a canonical layout, so that editors and `helm show values`
+// users see them: values.yaml's comments are their only source.
+// hack/update-codegen.sh runs it; `make verify` fails when either file is
+// stale.
 //
 //	go run ./charts/cmd/chart-readme -chart charts/xila-guard
 package main
@@ -56,6 +60,17 @@ func main() {
 		log.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(*chart, "README.md"), out, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	schemaPath := filepath.Join(*chart, "values.schema.json")
+	schema, err := os.ReadFile(schemaPath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if schema, err = describe(schema, b); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(schemaPath, schema, 0o644); err != nil {
 		log.Fatal(err)
 	}
 }
