@@ -142,17 +142,18 @@ func installWatched(ctx context.Context, t *testing.T, c *lab.Cluster, cs kubern
 	}
 }
 
-// helmTest runs helm test and checks that every probe passed.
-func helmTest(ctx context.Context, t *testing.T, c *lab.Cluster) {
+// helmTest runs helm test and checks that it passes, or with pass false
+// that it fails.
+func helmTest(ctx context.Context, t *testing.T, c *lab.Cluster, pass bool) {
 	t.Helper()
-	out, err := c.Helm(ctx, "test", lab.ReleaseName, "-n", lab.PlatformNamespace, "--logs", "--timeout", "2m")
-	if err != nil {
+	out, err := c.Helm(ctx, "test", lab.ReleaseName, "-n", lab.PlatformNamespace, "--timeout", "2m")
+	switch {
+	case pass && err != nil:
 		t.Fatal(err)
-	}
-	for _, want := range []string{"Phase:          Succeeded", "ok    webhook xila-guard-pods answers", "is ready"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("helm test output lacks %q:\n%s", want, out)
-		}
+	case !pass && err == nil:
+		t.Fatalf("helm test passed with the webhook down:\n%s", out)
+	case pass && !strings.Contains(out, "Phase:          Succeeded"):
+		t.Errorf("helm test output:\n%s", out)
 	}
 }
 
@@ -187,8 +188,17 @@ func TestChartLifecycle(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("helm test: the webhook, the scheduler and the evaluator answer", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			helmTest(ctx, t, labFrom(ctx, t).Cluster)
+		Assess("helm test: passes while the webhook, the scheduler and the evaluator answer, fails while the webhook is down", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			l := labFrom(ctx, t)
+			helmTest(ctx, t, l.Cluster, true)
+			kubectl := filepath.Join(suite.BinDir, "kubectl")
+			runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "-n", lab.PlatformNamespace, "scale", "deployment/xila-guard-webhook", "--replicas=0")
+			runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "-n", lab.PlatformNamespace, "wait", "--for=delete", "pod",
+				"-l", "app.kubernetes.io/name=xila-guard-webhook", "--timeout=2m")
+			helmTest(ctx, t, l.Cluster, false)
+			runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "-n", lab.PlatformNamespace, "scale", "deployment/xila-guard-webhook", "--replicas=2")
+			runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "-n", lab.PlatformNamespace, "rollout", "status", "deployment/xila-guard-webhook", "--timeout=2m")
+			helmTest(ctx, t, l.Cluster, true)
 			return ctx
 		}).
 		Assess("helm uninstall leaves no webhook configuration", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -230,7 +240,7 @@ func TestChartLifecycle(t *testing.T) {
 				t.Fatalf("installing the previous chart: %v", err)
 			}
 			installWatched(ctx, t, l.Cluster, cs, filepath.Join(suite.RepoRoot, "charts/xila-guard"))
-			helmTest(ctx, t, l.Cluster)
+			helmTest(ctx, t, l.Cluster, true)
 			out, err := l.Helm(ctx, "history", lab.ReleaseName, "-n", lab.PlatformNamespace)
 			if err != nil || !strings.Contains(out, "xila-guard-0.1.0") || !strings.Contains(out, "xila-guard-0.2.0") {
 				t.Errorf("helm history (%v):\n%s", err, out)

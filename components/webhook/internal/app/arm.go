@@ -66,7 +66,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&o.CoreURL, "core-url", "", "base URL of the evaluator API, whose /readyz must answer 200; empty when none runs")
 	fs.StringVar(&o.SchedulerNamespace, "scheduler-namespace", "", "namespace of the controlled scheduler's pods")
 	fs.StringVar(&o.SchedulerSelector, "scheduler-selector", "", "label selector of the controlled scheduler's pods, each of whose /readyz must answer 200; empty when none runs")
-	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "bound on each probe")
+	fs.DurationVar(&o.Timeout, "timeout", 15*time.Second, "how long each probe is retried, every second, until it passes")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty means in-cluster")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -28,7 +28,7 @@ type CheckOptions struct {
 	SchedulerNamespace, SchedulerSelector string
 	// SchedulerPort is the port of its /readyz; 10259 when zero.
 	SchedulerPort int
-	// Timeout bounds each probe.
+	// Timeout bounds each probe, retried every second until it passes.
 	Timeout time.Duration
 }
 
@@ -46,16 +46,20 @@ func Check(ctx context.Context, kube kubernetes.Interface, o CheckOptions) ([]Re
 	}
 	var out []Result
 	if o.Validating != "" {
-		pctx, cancel := context.WithTimeout(ctx, o.Timeout)
-		cc, err := clientConfig(pctx, kube, Options{Validating: []string{o.Validating}})
-		if err == nil {
-			err = Probe(pctx, cc, "")
-		}
-		cancel()
+		err := retry(ctx, o.Timeout, func(ctx context.Context) error {
+			cc, err := clientConfig(ctx, kube, Options{Validating: []string{o.Validating}})
+			if err == nil {
+				err = Probe(ctx, cc, "")
+			}
+			return err
+		})
 		out = append(out, Result{"webhook " + o.Validating + " answers an AdmissionReview", err})
 	}
 	if o.CoreURL != "" {
-		out = append(out, Result{"evaluator " + o.CoreURL + " is ready", get(ctx, strings.TrimSuffix(o.CoreURL, "/")+"/readyz", o.Timeout, false)})
+		err := retry(ctx, o.Timeout, func(ctx context.Context) error {
+			return get(ctx, strings.TrimSuffix(o.CoreURL, "/")+"/readyz", o.Timeout, false)
+		})
+		out = append(out, Result{"evaluator " + o.CoreURL + " is ready", err})
 	}
 	if o.SchedulerSelector != "" {
 		pods, err := kube.CoreV1().Pods(o.SchedulerNamespace).List(ctx, metav1.ListOptions{LabelSelector: o.SchedulerSelector})
@@ -74,7 +78,8 @@ func Check(ctx context.Context, kube kubernetes.Interface, o CheckOptions) ([]Re
 					port = 10259
 				}
 				url := "https://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port)) + "/readyz"
-				out = append(out, Result{"scheduler " + p.Name + " is ready", get(ctx, url, o.Timeout, true)})
+				err := retry(ctx, o.Timeout, func(ctx context.Context) error { return get(ctx, url, o.Timeout, true) })
+				out = append(out, Result{"scheduler " + p.Name + " is ready", err})
 			}
 		}
 	}
@@ -88,6 +93,25 @@ func Check(ctx context.Context, kube kubernetes.Interface, o CheckOptions) ([]Re
 		return out, fmt.Errorf("%d of %d checks failed: %s", len(failed), len(out), strings.Join(failed, "; "))
 	}
 	return out, nil
+}
+
+// retry runs probe every second until it succeeds or timeout passes, and
+// returns its last error: a component that just became ready may take a
+// moment to be reachable through its Service.
+func retry(ctx context.Context, timeout time.Duration, probe func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		err := probe(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // get asks url for a 200.

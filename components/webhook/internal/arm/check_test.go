@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +42,7 @@ func TestCheck(t *testing.T) {
 	cfg := configurations(ca)[0]
 	kube := fake.NewClientset(cfg, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "xila-guard-scheduler-0",
 		Labels: map[string]string{"app.kubernetes.io/name": "xila-guard-scheduler"}}, Status: corev1.PodStatus{PodIP: host}})
-	o := CheckOptions{Validating: cfg.Name, CoreURL: core.URL, SchedulerNamespace: ns,
+	o := CheckOptions{Validating: cfg.Name, CoreURL: core.URL, SchedulerNamespace: ns, Timeout: 1500 * time.Millisecond,
 		SchedulerSelector: "app.kubernetes.io/name=xila-guard-scheduler", SchedulerPort: p}
 	results, err := Check(context.Background(), kube, o)
 	if err == nil || len(results) != 3 || results[0].Err == nil || results[1].Err != nil || results[2].Err != nil {
