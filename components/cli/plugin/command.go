@@ -365,8 +365,11 @@ func PrintHealth(w io.Writer, h *Health) {
 	for _, l := range v.Latest {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
-	if v.Reports {
+	switch {
+	case v.Reports:
 		fmt.Fprintf(w, "PolicyReports: %d fail, %d error (kubectl get policyreport -A)\n", v.ReportFail, v.ReportError)
+	case v.ReportsError != "":
+		fmt.Fprintf(w, "PolicyReports: not readable: %s\n", v.ReportsError)
 	}
 	if h.OK() {
 		fmt.Fprintln(w, "\nHealthy.")

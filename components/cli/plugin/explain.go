@@ -201,13 +201,7 @@ func podEvents(ctx context.Context, r client.Reader, pod *corev1.Pod) []string {
 		if e.Reason != "FailedScheduling" && !strings.HasPrefix(e.Reason, "Guard") {
 			continue
 		}
-		at := e.EventTime.Time
-		if e.Series != nil {
-			at = e.Series.LastObservedTime.Time
-		} else if at.IsZero() {
-			at = e.DeprecatedLastTimestamp.Time
-		}
-		evs = append(evs, ev{at, e.Reason + ": " + e.Note})
+		evs = append(evs, ev{lastSeen(&e), e.Reason + ": " + e.Note})
 	}
 	slices.SortFunc(evs, func(a, b ev) int { return b.at.Compare(a.at) })
 	out := make([]string, 0, min(len(evs), maxEvents))
@@ -215,4 +209,15 @@ func podEvents(ctx context.Context, r client.Reader, pod *corev1.Pod) []string {
 		out = append(out, e.text)
 	}
 	return out
+}
+
+// lastSeen is when an event was last observed.
+func lastSeen(e *eventsv1.Event) time.Time {
+	switch {
+	case e.Series != nil:
+		return e.Series.LastObservedTime.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.DeprecatedLastTimestamp.Time
 }

@@ -84,6 +84,8 @@ type Violations struct {
 	// is false when the cluster serves no PolicyReport.
 	Reports                 bool
 	ReportFail, ReportError int
+	// ReportsError says why the PolicyReports could not be read.
+	ReportsError string
 }
 
 // OK reports whether the installation is healthy: every component ready,
@@ -342,12 +344,7 @@ func (h *Health) violations(ctx context.Context, c client.Client, window time.Du
 		if e.Reason != guard.EventReasonPolicyViolation {
 			continue
 		}
-		at := e.EventTime.Time
-		if e.Series != nil {
-			at = e.Series.LastObservedTime.Time
-		} else if at.IsZero() {
-			at = e.DeprecatedLastTimestamp.Time
-		}
+		at := lastSeen(&e)
 		if now.Sub(at) > window {
 			continue
 		}
@@ -363,7 +360,10 @@ func (h *Health) violations(ctx context.Context, c client.Client, window time.Du
 	if meta.IsNoMatchError(err) {
 		return nil
 	} else if err != nil {
-		return fmt.Errorf("listing PolicyReports: %w", err)
+		// The reports are one view among others: say why they are
+		// missing, and show the rest.
+		h.Violations.ReportsError = firstLine(err.Error())
+		return nil
 	}
 	h.Violations.Reports = true
 	for _, r := range reports.Items {
