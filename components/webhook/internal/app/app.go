@@ -188,9 +188,21 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
-	// Report not ready first, so that the Service steers new admission
-	// calls to other replicas while the calls in flight finish.
+	// Report not ready, and keep serving for the shutdown delay: the pod
+	// leaves the Service's endpoints when it begins to terminate, but every
+	// node's kube-proxy (the API server's among them) learns it a moment
+	// later, and until then new admission calls still arrive here. A
+	// replica that stopped listening at once would fail them, and with
+	// failurePolicy Fail refuse the request, at every rolling update.
 	p.stopping.Store(true)
+	if o.shutdownDelay > 0 {
+		logger.Info("draining", "delay", o.shutdownDelay.String())
+		select {
+		case err := <-served:
+			return fmt.Errorf("serving: %w", err)
+		case <-time.After(o.shutdownDelay):
+		}
+	}
 	logger.Info("shutting down", "timeout", o.shutdownTimeout.String())
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), o.shutdownTimeout)
 	defer scancel()

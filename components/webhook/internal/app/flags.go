@@ -39,6 +39,7 @@ type options struct {
 	reportBinders      listFlag
 	profile            string
 	shutdownTimeout    time.Duration
+	shutdownDelay      time.Duration
 	logLevel           slog.Level
 	version            bool
 }
@@ -107,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Var(&o.reportBinders, "report-binders", "comma-separated binders (of --binder-serviceaccounts) whose bindings are only reported: a binding the node-scoped judgement would refuse is allowed and logged; repeatable")
 	fs.StringVar(&o.profile, "profile", string(guard.ProfileProduction), "profile of the in-process evaluator: production (never accepts mock evidence) or lab")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long to let requests in flight finish after SIGTERM")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "how long to keep serving after SIGTERM, reporting not ready, while the nodes learn that the pod left the Service; 0 stops at once")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -136,6 +138,9 @@ func (o *options) validate() error {
 		if d.d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.d))
 		}
+	}
+	if o.shutdownDelay < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-delay must not be negative, got %s", o.shutdownDelay))
 	}
 	for _, sa := range o.trusted.values {
 		if _, err := admission.ParseServiceAccount(sa); err != nil {

@@ -97,7 +97,7 @@ func startWebhook(t *testing.T, extra ...string) *webhook {
 		"--tls-cert-file=" + certFile, "--tls-key-file=" + keyFile, "--tls-check-interval=100ms",
 		"--log-level=warn",
 		"--scheduler-profile=volcano=volcano.sh/job-name", "--trusted-serviceaccounts=infra:agent",
-		"--shutdown-timeout=2s",
+		"--shutdown-timeout=2s", "--shutdown-delay=0",
 		"--binder-serviceaccounts=xila-guard-system:xila-guard-scheduler,volcano-system:volcano-scheduler",
 	}, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
