@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
 // Names the enforcement test shares with the product.
@@ -85,6 +87,15 @@ func TestEnforcement(t *testing.T) {
 			time.Sleep(5 * time.Second)
 			if got, err := cs.CoreV1().Pods(e.tenant).Get(ctx, p.Name, metav1.GetOptions{}); err != nil || got.Spec.NodeName != "" {
 				t.Errorf("pinned pod: bound to %q (err %v), want it Pending", got.Spec.NodeName, err)
+			}
+			// Why is it Pending? kubectl xila-guard explain, as make demo
+			// phase 3 shows it.
+			c, err := lab.NewCluster(cfg.KubeconfigFile(), suite.BinDir, suite.RepoRoot, suite.ImageTag, suite.Agnhost)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.ExplainPending(ctx, "lab", e.tenant, p.Name, e.workers[timeSlicedWorker], "TIME_SLICING_FORBIDDEN", e.workers[compliantWorker]); err != nil {
+				t.Error(err)
 			}
 			return ctx
 		}).
