@@ -391,7 +391,13 @@ func TestIntegrationBlastRadius(t *testing.T) {
 	} else {
 		applyTrustPolicies(t, trustValues(t), poolKey)
 	}
-	r := mustRender(t, ch, trustValues(t))
+	vals := trustValues(t)
+	if other == "" {
+		// The configurations as the install hook leaves them, armed
+		// (failurePolicy Fail), with no webhook to answer.
+		vals["webhook"].(map[string]any)["armAfterReady"] = false
+	}
+	r := mustRender(t, ch, vals)
 	for _, o := range objects(t, r.Manifest) {
 		if o.Kind != "ValidatingWebhookConfiguration" {
 			continue
