@@ -276,9 +276,17 @@ func restartKubelet(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 			t.Fatalf("stopping the kubelet of %s: %v (%s)", node, err, out)
 		}
 		zero := []byte(`{"status":{"capacity":{"sgx.intel.com/epc":"0"},"allocatable":{"sgx.intel.com/epc":"0"}}}`)
-		if _, err := cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, zero, metav1.PatchOptions{}, "status"); err != nil {
+		n, err := cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, zero, metav1.PatchOptions{}, "status")
+		if err != nil {
 			t.Fatalf("zeroing the EPC of %s: %v", node, err)
 		}
+		// The agent may put it back before the poll below looks (it
+		// watches the node): the write's answer is what shows it was
+		// withdrawn.
+		if q := n.Status.Allocatable[resourceEPC]; !q.IsZero() {
+			t.Fatalf("zeroing the EPC of %s: allocatable %s is %s after the write", node, resourceEPC, q.String())
+		}
+		m.epcDropped = true
 		restart = []string{"systemctl", "start", "kubelet"}
 	}
 	start := time.Now()
