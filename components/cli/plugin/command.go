@@ -356,6 +356,9 @@ func PrintHealth(w io.Writer, h *Health) {
 		if p.Ready < p.States {
 			mark = "NOT READY: kubectl get nss -l " + guard.LabelTenantPool + "=" + p.Pool
 		}
+		if p.Unjudged > 0 {
+			mark += fmt.Sprintf(" (%d without status, judged by age: is the observe controller on?)", p.Unjudged)
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", p.Pool, p.States, p.Ready, p.Stale, p.Oldest.Round(time.Second), mark)
 	}
 	_ = tw.Flush()

@@ -67,7 +67,10 @@ type PoolEvidence struct {
 	Pool string
 	// States counts the pool's NodeSecurityStates; Ready those whose Ready
 	// condition is True, Stale those that are not Ready for their age.
-	States, Ready, Stale int
+	// Unjudged counts those with no status (no observe controller keeps
+	// it), which count as Ready or Stale by their age against the default
+	// maximum age.
+	States, Ready, Stale, Unjudged int
 	// Oldest is the age of the oldest evidence.
 	Oldest time.Duration
 }
@@ -310,15 +313,23 @@ func (h *Health) evidence(ctx context.Context, c client.Client, now time.Time) e
 			pools[name] = p
 		}
 		p.States++
-		if cond := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady); cond != nil {
-			switch {
-			case cond.Status == metav1.ConditionTrue:
-				p.Ready++
-			case cond.Reason == "EvidenceStale":
+		age := now.Sub(s.Spec.ObservedAt.Time)
+		switch cond := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady); {
+		case cond == nil:
+			// No status: the observe controller, which keeps it, is off.
+			// Judge the age against the default maximum.
+			p.Unjudged++
+			if age > v1alpha1.DefaultMaxEvidenceAge {
 				p.Stale++
+			} else {
+				p.Ready++
 			}
+		case cond.Status == metav1.ConditionTrue:
+			p.Ready++
+		case cond.Reason == "EvidenceStale":
+			p.Stale++
 		}
-		if age := now.Sub(s.Spec.ObservedAt.Time); age > p.Oldest {
+		if age > p.Oldest {
 			p.Oldest = age
 		}
 	}

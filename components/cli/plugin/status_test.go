@@ -54,6 +54,11 @@ func TestStatus(t *testing.T) {
 		&eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "acme-ml", Name: "e2"}, Reason: guard.EventReasonPolicyViolation,
 			Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "acme-ml", Name: "old"}, Note: "long ago",
 			EventTime: metav1.NewMicroTime(now.Add(-3 * time.Hour))},
+		// No status (no observe controller): judged by age.
+		&v1alpha1.NodeSecurityState{ObjectMeta: metav1.ObjectMeta{Name: "gpu-3", Labels: map[string]string{guard.LabelTenantPool: "globex"}},
+			Spec: v1alpha1.NodeSecurityStateSpec{ObservedAt: metav1.NewTime(now.Add(-time.Minute))}},
+		&v1alpha1.NodeSecurityState{ObjectMeta: metav1.ObjectMeta{Name: "gpu-4", Labels: map[string]string{guard.LabelTenantPool: "globex"}},
+			Spec: v1alpha1.NodeSecurityStateSpec{ObservedAt: metav1.NewTime(now.Add(-time.Hour))}},
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -77,15 +82,18 @@ func TestStatus(t *testing.T) {
 	if len(h.Webhooks) != 1 || h.Webhooks[0].Endpoints != 1 {
 		t.Errorf("webhooks %+v", h.Webhooks)
 	}
-	if len(h.Pools) != 1 || h.Pools[0].States != 2 || h.Pools[0].Ready != 1 || h.Pools[0].Stale != 1 || h.Pools[0].Oldest != 20*time.Minute {
+	if len(h.Pools) != 2 || h.Pools[0].States != 2 || h.Pools[0].Ready != 1 || h.Pools[0].Stale != 1 || h.Pools[0].Oldest != 20*time.Minute || h.Pools[0].Unjudged != 0 {
 		t.Errorf("pools %+v", h.Pools)
+	}
+	if g := h.Pools[1]; g.Pool != "globex" || g.States != 2 || g.Ready != 1 || g.Stale != 1 || g.Unjudged != 2 {
+		t.Errorf("pool without status %+v", g)
 	}
 	if h.Violations.Events != 1 || !strings.Contains(h.Violations.Latest[0], "acme-ml/train-0") || h.Violations.Reports || h.Violations.ReportsError == "" {
 		t.Errorf("violations %+v", h.Violations)
 	}
 	var out bytes.Buffer
 	PrintHealth(&out, h)
-	for _, want := range []string{"deployment/xila-guard-scheduler  1/2", "NOT READY", "acme  2       1      1", "Violations in the last 1h0m0s: 1", "NOT HEALTHY"} {
+	for _, want := range []string{"deployment/xila-guard-scheduler  1/2", "NOT READY", "acme    2       1      1", "2 without status, judged by age", "Violations in the last 1h0m0s: 1", "NOT HEALTHY"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
