@@ -1,3 +1,18 @@
+{{/* The name in the app.kubernetes.io/name label of every component,
+     <name>-<component>: nameOverride, else the chart's name. */}}
+{{- define "xila-guard.name" -}}
+{{- .Values.nameOverride | default .Chart.Name -}}
+{{- end }}
+
+{{/* The prefix of every object's name, <fullname>-<component>:
+     fullnameOverride, else the name. Never the release's name: the
+     cluster-scoped objects (ClusterRoles, admission policies, webhook
+     configurations) exist once per cluster whatever the release is called,
+     and the admission policies name the service accounts they trust by it. */}}
+{{- define "xila-guard.fullname" -}}
+{{- .Values.fullnameOverride | default (include "xila-guard.name" .) -}}
+{{- end }}
+
 {{/* Common labels of every object. */}}
 {{- define "xila-guard.labels" -}}
 app.kubernetes.io/part-of: xila-guard

@@ -11,7 +11,7 @@ clientConnection:
   burst: {{ .Values.enforcement.scheduler.burst }}
 leaderElection:
   leaderElect: true
-  resourceName: xila-guard-scheduler
+  resourceName: {{ include "xila-guard.fullname" . }}-scheduler
   resourceNamespace: {{ .Release.Namespace }}
 profiles:
 - schedulerName: xila-guard-scheduler
@@ -31,7 +31,7 @@ profiles:
   pluginConfig:
   - name: XilaGuardEnforcement
     args:
-      attestationURL: {{ printf "http://xila-guard-attest.%s.svc:%v" .Release.Namespace .Values.confidential.controller.challengePort }}
+      attestationURL: {{ printf "http://%s-attest.%s.svc:%v" (include "xila-guard.fullname" .) .Release.Namespace .Values.confidential.controller.challengePort }}
       challengeTimeout: {{ .Values.enforcement.scheduler.challengeTimeout }}
 {{- end }}
 {{- end }}

@@ -59,7 +59,7 @@ true
 
 {{/* The webhook's Service, and the DNS names its certificate covers. */}}
 {{- define "xila-guard.webhook.service" -}}
-xila-guard-webhook
+{{ include "xila-guard.fullname" . }}-webhook
 {{- end }}
 
 {{- define "xila-guard.webhook.dnsNames" -}}
@@ -73,7 +73,7 @@ xila-guard-webhook
 {{- if eq .Values.webhook.tls.mode "secret" -}}
 {{- required "webhook.tls.secretName is required with webhook.tls.mode=secret" .Values.webhook.tls.secretName -}}
 {{- else -}}
-xila-guard-webhook-tls
+{{- include "xila-guard.fullname" . }}-webhook-tls
 {{- end -}}
 {{- end }}
 
@@ -107,7 +107,7 @@ key, as PEM.
 {{/* The annotations of every webhook configuration (cert-manager's CA injection). */}}
 {{- define "xila-guard.webhook.configAnnotations" -}}
 {{- if eq .Values.webhook.tls.mode "certManager" -}}
-cert-manager.io/inject-ca-from: {{ printf "%s/xila-guard-webhook" .Release.Namespace }}
+cert-manager.io/inject-ca-from: {{ printf "%s/%s-webhook" .Release.Namespace (include "xila-guard.fullname" .) }}
 {{- end -}}
 {{- end }}
 
@@ -205,15 +205,15 @@ timeoutSeconds: {{ $root.Values.webhook.timeoutSeconds }}
      release renders, one per line: what the hook Job arms. */}}
 {{- define "xila-guard.webhook.armed" -}}
 {{- if .Values.webhook.enabled }}
-xila-guard-pods
-xila-guard-bindings
-xila-guard-nodes
+{{ include "xila-guard.fullname" . }}-pods
+{{ include "xila-guard.fullname" . }}-bindings
+{{ include "xila-guard.fullname" . }}-nodes
 {{- if .Values.confidential.vmMigrations }}
-xila-guard-migrations
+{{ include "xila-guard.fullname" . }}-migrations
 {{- end }}
 {{- end }}
 {{- range (include "xila-guard.integrations" . | fromYamlArray) }}
-{{ printf "xila-guard-integration-%s" .name }}
+{{ printf "%s-integration-%s" (include "xila-guard.fullname" $) .name }}
 {{- end }}
 {{- end }}
 

@@ -24,6 +24,10 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
+// PodWebhook is the name of the pod webhook in its configuration, whatever
+// the configuration is called.
+const PodWebhook = "pods.webhook.guard.xila.us"
+
 // partOf selects the platform's own objects.
 var partOf = client.MatchingLabels{"app.kubernetes.io/part-of": "xila-guard"}
 
@@ -233,7 +237,7 @@ func readyEndpoints(ctx context.Context, c client.Client, ns, name string) int {
 // the API server calls the pod webhook as for a real pod and stores
 // nothing. An answer, allow or deny, shows the webhook answers.
 func (h *Health) probe(ctx context.Context, c client.Client) {
-	if !slices.ContainsFunc(h.Webhooks, func(w Webhook) bool { return w.Configuration == "xila-guard-pods" }) {
+	if !slices.ContainsFunc(h.Webhooks, func(w Webhook) bool { return w.Name == PodWebhook }) {
 		h.Probe, h.ProbeOK = "no pod webhook installed (webhook.enabled=false)", true
 		return
 	}
@@ -271,15 +275,17 @@ func firstLine(s string) string {
 }
 
 // evaluator asks a xila-guard-core, when one runs, whether it is ready,
-// through the API server's service proxy.
+// through the API server's service proxy. The chart labels its Service
+// app.kubernetes.io/component=evaluator, whatever the release's names.
 func (h *Health) evaluator(ctx context.Context, c client.Client, cs kubernetes.Interface, ns string) {
-	svc := &corev1.Service{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "xila-guard-core"}, svc); err != nil {
+	var svcs corev1.ServiceList
+	if err := c.List(ctx, &svcs, client.InNamespace(ns), partOf, client.MatchingLabels{"app.kubernetes.io/component": "evaluator"}); err != nil || len(svcs.Items) == 0 {
 		h.Evaluator, h.EvaluatorOK = "in-process (the scheduler, webhook and observe controller link the evaluator library)", true
 		return
 	}
+	svc := &svcs.Items[0]
 	if cs == nil || len(svc.Spec.Ports) == 0 {
-		h.Evaluator = "xila-guard-core has no port"
+		h.Evaluator = svc.Name + " has no port"
 		return
 	}
 	port := svc.Spec.Ports[0].Name
@@ -290,10 +296,10 @@ func (h *Health) evaluator(ctx context.Context, c client.Client, cs kubernetes.I
 	body, err := cs.CoreV1().Services(ns).ProxyGet("http", svc.Name, port, "/readyz", nil).DoRaw(ctx)
 	took := time.Since(start).Round(time.Millisecond)
 	if err != nil {
-		h.Evaluator = fmt.Sprintf("xila-guard-core /readyz: %s", firstLine(err.Error()))
+		h.Evaluator = fmt.Sprintf("%s /readyz: %s", svc.Name, firstLine(err.Error()))
 		return
 	}
-	h.Evaluator, h.EvaluatorOK = fmt.Sprintf("xila-guard-core ready (%s in %s)", strings.TrimSpace(string(body)), took), true
+	h.Evaluator, h.EvaluatorOK = fmt.Sprintf("%s ready (%s in %s)", svc.Name, strings.TrimSpace(string(body)), took), true
 }
 
 func (h *Health) evidence(ctx context.Context, c client.Client, now time.Time) error {

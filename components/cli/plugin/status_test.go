@@ -36,9 +36,11 @@ func TestStatus(t *testing.T) {
 			Spec: appsv1.DeploymentSpec{Replicas: &two, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				Containers: []corev1.Container{{Name: "s", Image: "registry:5000/xila-guard/scheduler@sha256:abc"}}}}},
 			Status: appsv1.DeploymentStatus{ReadyReplicas: 1}},
-		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "xila-guard-pods", Labels: labels},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "acme-guard-pods", Labels: labels}, // fullnameOverride=acme-guard
 			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "pods.webhook.guard.xila.us", FailurePolicy: &fail,
 				ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: DefaultNamespace, Name: "xila-guard-webhook"}}}}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: "acme-guard-core",
+			Labels: map[string]string{"app.kubernetes.io/part-of": "xila-guard", "app.kubernetes.io/component": "evaluator"}}},
 		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: "xila-guard-webhook-1",
 			Labels: map[string]string{discoveryv1.LabelServiceName: "xila-guard-webhook"}},
 			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}}},
@@ -81,6 +83,12 @@ func TestStatus(t *testing.T) {
 	}
 	if len(h.Webhooks) != 1 || h.Webhooks[0].Endpoints != 1 {
 		t.Errorf("webhooks %+v", h.Webhooks)
+	}
+	if h.Probe != "no tenant namespace to probe the pod webhook in" {
+		t.Errorf("probe %q: the pod webhook of acme-guard-pods is not recognised", h.Probe)
+	}
+	if h.Evaluator != "acme-guard-core has no port" || h.EvaluatorOK {
+		t.Errorf("evaluator %q (ok %v): want the Service labelled component=evaluator, without a port", h.Evaluator, h.EvaluatorOK)
 	}
 	if len(h.Pools) != 2 || h.Pools[0].States != 2 || h.Pools[0].Ready != 1 || h.Pools[0].Stale != 1 || h.Pools[0].Oldest != 20*time.Minute || h.Pools[0].Unjudged != 0 {
 		t.Errorf("pools %+v", h.Pools)
