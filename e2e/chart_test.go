@@ -13,6 +13,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -111,14 +112,15 @@ func chartValues() map[string]any {
 	})
 }
 
-// installWatched installs (or upgrades to) the chart in dir while probing
-// admission, and checks that no probe met a webhook that did not answer,
-// and that every fail-closed webhook is armed afterwards.
-func installWatched(ctx context.Context, t *testing.T, c *lab.Cluster, cs kubernetes.Interface, dir string) {
+// installWatched installs (or upgrades to) the chart in dir with values
+// while probing admission, and checks that no probe met a webhook that did
+// not answer, and that every fail-closed webhook is armed afterwards. The
+// release's objects are named fullname-<component>.
+func installWatched(ctx context.Context, t *testing.T, c *lab.Cluster, cs kubernetes.Interface, dir string, values map[string]any, fullname string) {
 	t.Helper()
 	w := watchAdmission(ctx, c)
 	start := time.Now()
-	err := c.InstallChartFrom(ctx, dir, chartValues())
+	err := c.InstallChartFrom(ctx, dir, values)
 	probes, failed, example := w.end()
 	if err != nil {
 		t.Fatal(err)
@@ -137,8 +139,8 @@ func installWatched(ctx context.Context, t *testing.T, c *lab.Cluster, cs kubern
 			t.Errorf("webhook %s failurePolicy %s after the install, want Fail", name, p)
 		}
 	}
-	if _, err := cs.BatchV1().Jobs(lab.PlatformNamespace).Get(ctx, "xila-guard-webhook-arm", metav1.GetOptions{}); err == nil {
-		t.Errorf("the arm hook's Job is left after it succeeded")
+	if _, err := cs.BatchV1().Jobs(lab.PlatformNamespace).Get(ctx, fullname+"-webhook-arm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the arm hook's Job %s-webhook-arm: %v, want it gone after it succeeded", fullname, err)
 	}
 }
 
@@ -180,7 +182,7 @@ func TestChartLifecycle(t *testing.T) {
 		}).
 		Assess("a first install opens no window in which pod creation fails, and arms every webhook", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
-			installWatched(ctx, t, l.Cluster, clientset(t, cfg), filepath.Join(suite.RepoRoot, "charts/xila-guard"))
+			installWatched(ctx, t, l.Cluster, clientset(t, cfg), filepath.Join(suite.RepoRoot, "charts/xila-guard"), chartValues(), "xila-guard")
 			// Armed means enforced: a pod naming a node is judged, and this
 			// one, for a node that does not exist, refused.
 			if err := l.AdmissionProbe(ctx); err == nil || !strings.Contains(err.Error(), "denied the request") {
@@ -214,6 +216,7 @@ func TestChartLifecycle(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("a release under nameOverride and fullnameOverride names every object after them, and guards as the default one does", renamedRelease).
 		Assess("an upgrade from the previous chart version keeps every webhook armed and answering", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			cs := clientset(t, cfg)
@@ -239,7 +242,7 @@ func TestChartLifecycle(t *testing.T) {
 			if err := l.InstallChartFrom(ctx, previous, chartValues()); err != nil {
 				t.Fatalf("installing the previous chart: %v", err)
 			}
-			installWatched(ctx, t, l.Cluster, cs, filepath.Join(suite.RepoRoot, "charts/xila-guard"))
+			installWatched(ctx, t, l.Cluster, cs, filepath.Join(suite.RepoRoot, "charts/xila-guard"), chartValues(), "xila-guard")
 			helmTest(ctx, t, l.Cluster, true)
 			out, err := l.Helm(ctx, "history", lab.ReleaseName, "-n", lab.PlatformNamespace)
 			if err != nil || !strings.Contains(out, "xila-guard-0.1.0") || !strings.Contains(out, "xila-guard-0.2.0") {
@@ -255,4 +258,105 @@ func TestChartLifecycle(t *testing.T) {
 		}).
 		Feature()
 	testenv.Test(t, f)
+}
+
+// renamed are the names a renamed release takes (objects acme-guard-*,
+// app.kubernetes.io/name acme-*), with the evaluator's Service on so that
+// helm test and kubectl xila-guard status have to find it under its name.
+var renamed = map[string]any{
+	"nameOverride": "acme", "fullnameOverride": "acme-guard",
+	"enforcement": map[string]any{"core": map[string]any{"enabled": true}},
+}
+
+// renamedRelease installs the chart under nameOverride and
+// fullnameOverride, with pods being created all along, and checks that
+// every object it made is named after them, and that it guards exactly as
+// the default release does: the trust boundaries name its service
+// accounts, so the controlled scheduler binds (its bound-evidence record
+// is admitted only from its own account), the webhook refuses the ways
+// around it, tenant RBAC holds, and helm test, kubectl xila-guard explain
+// and status find every component by its new name.
+func renamedRelease(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	c := labFrom(ctx, t).Cluster
+	cs := clientset(t, cfg)
+	tenant, err := c.CreateTenant(ctx, envconf.RandomName("xg-renamed", 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lab.Lab{Cluster: c, Tenant: tenant, User: tenant.Name + "-developer", Overrides: renamed}
+	defer func() {
+		if err := tenant.Delete(ctx); err != nil {
+			t.Errorf("deleting the tenant: %v", err)
+		}
+		if err := l.UninstallChart(ctx); err != nil {
+			t.Error(err)
+		}
+		if left := webhookPolicies(ctx, t, cs); len(left) > 0 {
+			t.Errorf("webhooks left after helm uninstall of the renamed release: %v", left)
+		}
+	}()
+	installWatched(ctx, t, c, cs, filepath.Join(suite.RepoRoot, "charts/xila-guard"), l.Values("lab"), "acme-guard")
+	if names := unrenamed(ctx, t, cfg); len(names) > 0 {
+		t.Errorf("objects of the release not named acme-guard-*: %v", names)
+	}
+	if err := l.AdmissionProbe(ctx); err == nil || !strings.Contains(err.Error(), "denied the request") {
+		t.Errorf("a pod naming an unknown node: %v, want the webhook's refusal", err)
+	}
+	helmTest(ctx, t, c, true)
+	for _, p := range l.Phases() {
+		switch p.Name {
+		case "lab profile", "pinned to worker 2", "webhook", "RBAC":
+		default:
+			continue
+		}
+		got, err := p.Run(ctx)
+		if err != nil {
+			t.Errorf("%s under the renamed release: %v", p.Name, err)
+			continue
+		}
+		t.Logf("%s: %s", p.Name, got)
+	}
+	out, code, err := c.Plugin(ctx, "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for component, ready := range map[string]string{"deployment/acme-guard-webhook": "2/2", "deployment/acme-guard-scheduler": "1/1", "deployment/acme-guard-core": "1/1"} {
+		if f := lab.PluginLine(out, component); len(f) < 2 || f[1] != ready {
+			t.Errorf("kubectl xila-guard status: %s %v, want %s ready", component, f, ready)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "deployment/xila-guard-") || strings.HasPrefix(line, "daemonset/xila-guard-") {
+			t.Errorf("kubectl xila-guard status shows a component by the default name: %s", line)
+		}
+	}
+	if code != 0 || !strings.Contains(out, "Evaluator: acme-guard-core ready") {
+		t.Errorf("kubectl xila-guard status (exit %d): want healthy, with the evaluator acme-guard-core:\n%s", code, out)
+	}
+	return ctx
+}
+
+// unrenamed lists the release's objects, namespaced and cluster-wide,
+// whose name does not start with acme-guard-.
+func unrenamed(ctx context.Context, t *testing.T, cfg *envconf.Config) []string {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, filepath.Join(suite.BinDir, "kubectl"), "--kubeconfig", cfg.KubeconfigFile(),
+		"get", "--all-namespaces", "-l", "app.kubernetes.io/instance="+lab.ReleaseName, "-o", `jsonpath={range .items[*]}{.kind}/{.metadata.name}{"\n"}{end}`,
+		"deployments,daemonsets,services,serviceaccounts,configmaps,secrets,roles,rolebindings,clusterroles,clusterrolebindings,"+
+			"validatingwebhookconfigurations,mutatingwebhookconfigurations,validatingadmissionpolicies,validatingadmissionpolicybindings,"+
+			"leases,networkpolicies,poddisruptionbudgets").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get: %v: %s", err, out)
+	}
+	lines := strings.Fields(string(out))
+	if len(lines) < 10 {
+		t.Fatalf("the renamed release has %d labelled objects, want its deployments, services, roles and webhooks: %s", len(lines), out)
+	}
+	var bad []string
+	for _, obj := range lines {
+		if _, name, _ := strings.Cut(obj, "/"); !strings.HasPrefix(name, "acme-guard-") {
+			bad = append(bad, obj)
+		}
+	}
+	return bad
 }

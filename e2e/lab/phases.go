@@ -13,16 +13,19 @@ type Lab struct {
 	*Cluster
 	Tenant *Tenant
 	User   string
+	// Overrides are chart values merged over every install of Values,
+	// e.g. nameOverride and fullnameOverride.
+	Overrides map[string]any
 }
 
 // Values are the chart values of the lab in a profile: enforcement, the
 // webhook, tenant RBAC for the lab's user, the platform on the control
-// plane.
+// plane, and the lab's Overrides.
 func (l *Lab) Values(profile string) map[string]any {
 	return Merge(PlatformOnControlPlane(), TenantRBACValues(l.Tenant.Name, l.User), map[string]any{
 		"enforcement": map[string]any{"enabled": true, "profile": profile},
 		"webhook":     map[string]any{"enabled": true},
-	})
+	}, l.Overrides)
 }
 
 // Phase is one step of the demo: what it shows and how to check it.
