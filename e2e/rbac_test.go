@@ -41,8 +41,8 @@ func TestTenantRBAC(t *testing.T) {
 					denied++
 				}
 			}
-			if denied < 14 {
-				t.Errorf("the matrix checks %d refusals, want the guard kinds (list each; watch, get, create, patch and delete some), pods/binding, nodes and other namespaces", denied)
+			if denied < 17 {
+				t.Errorf("the matrix checks %d refusals, want the guard kinds (list each; watch, get, create, patch and delete some; their status), PolicyReports, pods/binding, nodes and other namespaces", denied)
 			}
 			return ctx
 		}).

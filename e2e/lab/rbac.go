@@ -133,6 +133,19 @@ func (c *Cluster) TenantRBACMatrix(ctx context.Context, t *Tenant, user string) 
 	_, err = dyn.Resource(States).Patch(ctx, t.Workers[TimeSlicedWorker], types.MergePatchType,
 		[]byte(`{"spec":{"devices":[{"id":"gpu-0","vendor":"nvidia","sharingMode":"Exclusive"}]}}`), metav1.PatchOptions{})
 	try("patch nodesecuritystate "+t.Workers[TimeSlicedWorker], false, err)
+	// Status and reports: no decision reads them, and the tenant writes
+	// none. Authorization comes before the API server looks the resource
+	// up, so PolicyReports are refused whether or not their CRD exists.
+	ready := []byte(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"EvidenceCurrent","message":"forged","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
+	_, err = dyn.Resource(States).Patch(ctx, t.Workers[TimeSlicedWorker], types.MergePatchType, ready, metav1.PatchOptions{}, "status")
+	try("patch nodesecuritystates/status "+t.Workers[TimeSlicedWorker], false, err)
+	_, err = dyn.Resource(Bindings).Patch(ctx, t.Name, types.MergePatchType, ready, metav1.PatchOptions{}, "status")
+	try("patch tenantbindings/status "+t.Name, false, err)
+	_, err = dyn.Resource(PolicyReports).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": PolicyReports.GroupVersion().String(), "kind": "PolicyReport", "metadata": map[string]any{"name": "xila-guard"},
+		"summary": map[string]any{"pass": 1},
+	}}, dryRun)
+	try("create policyreports in "+ns, false, err)
 	err = Bind(ctx, kube, ns, pod.Name, t.Workers[CompliantWorker])
 	try("create pods/binding in "+ns, false, err)
 	_, err = kube.CoreV1().Nodes().Patch(ctx, t.Workers[TimeSlicedWorker], types.MergePatchType,

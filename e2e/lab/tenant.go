@@ -20,6 +20,8 @@ var (
 	Policies = schema.GroupVersionResource{Group: Group, Version: "v1alpha1", Resource: "placementpolicies"}
 	Bindings = schema.GroupVersionResource{Group: Group, Version: "v1alpha1", Resource: "tenantbindings"}
 	States   = schema.GroupVersionResource{Group: Group, Version: "v1alpha1", Resource: "nodesecuritystates"}
+	// PolicyReports are the violation reports the observe controller writes.
+	PolicyReports = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
 )
 
 // Indexes of the workers in Tenant.Workers.
