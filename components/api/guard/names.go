@@ -47,6 +47,13 @@ const (
 
 	// ComplianceLabelValue is the value of a compliance label.
 	ComplianceLabelValue = "true"
+
+	// LabelManagedBy with the value ReportsManagedBy marks the
+	// PolicyReports (wgpolicyk8s.io) the observe controller keeps: it
+	// reads and writes no other, and kubectl xila-guard status counts
+	// only those.
+	LabelManagedBy   = "app.kubernetes.io/managed-by"
+	ReportsManagedBy = "xila-guard-observe"
 )
 
 // Names of the controlled scheduler and of the evaluator service.

@@ -48,8 +48,14 @@ func (l *Listed) Listing(namespace string) ([]*v1alpha1.TenantBinding, error) {
 
 // PlacementPolicy implements Lookup.
 func (l *Listed) PlacementPolicy(name string) (*v1alpha1.PlacementPolicy, error) {
+	return GetPlacementPolicy(l.ctx, l.r, name)
+}
+
+// GetPlacementPolicy reads the named PlacementPolicy through r, as
+// Lookup.PlacementPolicy wants it: nil and no error when there is none.
+func GetPlacementPolicy(ctx context.Context, r client.Reader, name string) (*v1alpha1.PlacementPolicy, error) {
 	p := &v1alpha1.PlacementPolicy{}
-	if err := l.r.Get(l.ctx, client.ObjectKey{Name: name}, p); apierrors.IsNotFound(err) {
+	if err := r.Get(ctx, client.ObjectKey{Name: name}, p); apierrors.IsNotFound(err) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("reading PlacementPolicy %s: %w", name, err)

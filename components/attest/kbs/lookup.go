@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/xila-guard/xila-guard/components/api/resolve"
@@ -34,13 +33,7 @@ func (l lookup) Listing(namespace string) ([]*v1alpha1.TenantBinding, error) {
 }
 
 func (l lookup) PlacementPolicy(name string) (*v1alpha1.PlacementPolicy, error) {
-	p := &v1alpha1.PlacementPolicy{}
-	if err := l.r.Get(l.ctx, client.ObjectKey{Name: name}, p); apierrors.IsNotFound(err) {
-		return nil, nil
-	} else if err != nil {
-		return nil, fmt.Errorf("reading PlacementPolicy %s: %w", name, err)
-	}
-	return p, nil
+	return resolve.GetPlacementPolicy(l.ctx, l.r, name)
 }
 
 // IndexBindingNamespaces is the indexer function of IndexBindingNamespace.

@@ -373,7 +373,7 @@ func (h *Health) violations(ctx context.Context, c client.Client, window time.Du
 		h.Violations.Latest = append(h.Violations.Latest, f.text)
 	}
 	var reports v1alpha2.PolicyReportList
-	err := c.List(ctx, &reports, client.MatchingLabels{"app.kubernetes.io/managed-by": "xila-guard-observe"})
+	err := c.List(ctx, &reports, client.MatchingLabels{guard.LabelManagedBy: guard.ReportsManagedBy})
 	if meta.IsNoMatchError(err) {
 		return nil
 	} else if err != nil {

@@ -44,8 +44,8 @@ const (
 
 	// labelManagedBy with managedBy marks the reports this controller
 	// keeps; the controller reads and writes no other.
-	labelManagedBy = "app.kubernetes.io/managed-by"
-	managedBy      = "xila-guard-observe"
+	labelManagedBy = guard.LabelManagedBy
+	managedBy      = guard.ReportsManagedBy
 )
 
 // finding is the latest decision about one pod, as its result in the

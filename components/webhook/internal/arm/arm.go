@@ -142,6 +142,10 @@ func clientConfig(ctx context.Context, kube kubernetes.Interface, o Options) (*a
 	return cc, nil
 }
 
+// ProbeUser is the user the probe's AdmissionReview names. No rule reads
+// it; it tells the probe apart in the webhook's logs.
+const ProbeUser = "xila-guard:admission-probe"
+
 // Probe sends one AdmissionReview (a pod in the webhook's own namespace,
 // which no rule judges) to the webhook of cc and checks that it answers
 // for that request. dial, when set, replaces the Service's address.
@@ -171,7 +175,9 @@ func Probe(ctx context.Context, cc *admissionregistrationv1.WebhookClientConfig,
 			Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
 			Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
 			Namespace: svc.Namespace, Name: "xila-guard-arm-probe",
-			UserInfo: authenticationv1.UserInfo{Username: "system:serviceaccount:" + svc.Namespace + ":xila-guard-webhook-arm"},
+			// A name, not an account: the probe is sent by arm and by
+			// helm test's check, under whatever names the release has.
+			UserInfo: authenticationv1.UserInfo{Username: ProbeUser},
 			Object:   runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"xila-guard-arm-probe","namespace":"` + svc.Namespace + `"},"spec":{"containers":[{"name":"probe","image":"probe"}]}}`)},
 		},
 	}
@@ -208,37 +214,49 @@ func Probe(ctx context.Context, cc *admissionregistrationv1.WebhookClientConfig,
 	return nil
 }
 
+// webhookConfigs is what arm needs of the client of Validating- or
+// MutatingWebhookConfigurations.
+type webhookConfigs[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+}
+
 func armValidating(ctx context.Context, kube kubernetes.Interface, name string) error {
-	c := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	v, err := c.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", name, err)
-	}
-	names := make([]string, 0, len(v.Webhooks))
-	for _, w := range v.Webhooks {
-		if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Fail {
-			names = append(names, w.Name)
-		}
-	}
-	return patch(ctx, names, func(p []byte) error {
-		_, err := c.Patch(ctx, name, types.StrategicMergePatchType, p, metav1.PatchOptions{FieldManager: "xila-guard-webhook-arm"})
-		return err
-	})
+	return armConfiguration(ctx, kube.AdmissionregistrationV1().ValidatingWebhookConfigurations(), "ValidatingWebhookConfiguration", name,
+		func(v *admissionregistrationv1.ValidatingWebhookConfiguration) (open []string) {
+			for _, w := range v.Webhooks {
+				open = appendOpen(open, w.Name, w.FailurePolicy)
+			}
+			return open
+		})
 }
 
 func armMutating(ctx context.Context, kube kubernetes.Interface, name string) error {
-	c := kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	m, err := c.Get(ctx, name, metav1.GetOptions{})
+	return armConfiguration(ctx, kube.AdmissionregistrationV1().MutatingWebhookConfigurations(), "MutatingWebhookConfiguration", name,
+		func(m *admissionregistrationv1.MutatingWebhookConfiguration) (open []string) {
+			for _, w := range m.Webhooks {
+				open = appendOpen(open, w.Name, w.FailurePolicy)
+			}
+			return open
+		})
+}
+
+// appendOpen appends the webhook name when its failurePolicy is not Fail.
+func appendOpen(open []string, name string, policy *admissionregistrationv1.FailurePolicyType) []string {
+	if policy == nil || *policy != admissionregistrationv1.Fail {
+		return append(open, name)
+	}
+	return open
+}
+
+// armConfiguration reads the configuration name of kind and sets Fail on
+// the webhooks open lists.
+func armConfiguration[T any](ctx context.Context, c webhookConfigs[T], kind, name string, open func(T) []string) error {
+	cfg, err := c.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", name, err)
+		return fmt.Errorf("reading %s %s: %w", kind, name, err)
 	}
-	names := make([]string, 0, len(m.Webhooks))
-	for _, w := range m.Webhooks {
-		if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Fail {
-			names = append(names, w.Name)
-		}
-	}
-	return patch(ctx, names, func(p []byte) error {
+	return patch(ctx, open(cfg), func(p []byte) error {
 		_, err := c.Patch(ctx, name, types.StrategicMergePatchType, p, metav1.PatchOptions{FieldManager: "xila-guard-webhook-arm"})
 		return err
 	})

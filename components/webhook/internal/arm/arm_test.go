@@ -186,3 +186,51 @@ func TestArmMissingConfiguration(t *testing.T) {
 		t.Fatalf("Run = %v, want an error naming the missing configuration", err)
 	}
 }
+
+// A mutating configuration alone is probed through its own webhook and
+// armed; a webhook already at Fail is left as it is, and the probe names
+// no account.
+func TestArmMutating(t *testing.T) {
+	ca, err := testcert.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var user string
+	s := server(t, ca, func(w http.ResponseWriter, r *admissionv1.AdmissionReview) {
+		user = r.Request.UserInfo.Username
+		allow(w, r)
+	})
+	ignore, fail := admissionregistrationv1.Ignore, admissionregistrationv1.Fail
+	path := "/validate-pods"
+	hook := func(name string, p *admissionregistrationv1.FailurePolicyType) admissionregistrationv1.MutatingWebhook {
+		return admissionregistrationv1.MutatingWebhook{Name: name, FailurePolicy: p,
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: ca.PEM,
+				Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: svc, Path: &path}}}
+	}
+	kube := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme-guard-defaults"},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{hook("defaults.webhook.guard.xila.us", &ignore), hook("armed.webhook.guard.xila.us", &fail), hook("unset.webhook.guard.xila.us", nil)},
+	})
+	err = Run(context.Background(), kube, Options{Mutating: []string{"acme-guard-defaults"},
+		Timeout: 1500 * time.Millisecond, Interval: 100 * time.Millisecond, Dial: strings.TrimPrefix(s.URL, "https://")},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	m, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "acme-guard-defaults", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range m.Webhooks {
+		if w.FailurePolicy == nil || *w.FailurePolicy != fail {
+			t.Errorf("webhook %s failurePolicy %v after arm, want Fail", w.Name, w.FailurePolicy)
+		}
+	}
+	if user != ProbeUser || strings.HasPrefix(user, "system:serviceaccount:") {
+		t.Errorf("the probe named the user %q, want %q", user, ProbeUser)
+	}
+	if err := Run(context.Background(), kube, Options{Mutating: []string{"missing"}, Timeout: 300 * time.Millisecond, Interval: 100 * time.Millisecond},
+		slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), "MutatingWebhookConfiguration missing") {
+		t.Errorf("arming a missing mutating configuration: %v, want the configuration named", err)
+	}
+}
