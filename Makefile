@@ -85,9 +85,11 @@ unit: ## Unit tests (race detector on).
 integration: envtest ## Integration tests against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -tags integration -count=1 -run Integration $(GO_PACKAGES)
 
+# One package (./e2e; e2e/lab's own tests run in unit), so that go test
+# streams each feature's output as it runs instead of buffering the suite.
 e2e: tools plugin images kind-image ## End-to-end suite on a kind cluster (KEEP_CLUSTER=1 keeps it; E2E_RUN=<regexp> picks tests).
 	XG_BIN=$(BIN) XG_IMAGE_TAG=$(XG_VERSION) NODE_IMAGE=$(NODE_IMAGE) AGNHOST_IMAGE=$(AGNHOST_IMAGE) \
-	  go test -tags e2e -count=1 -timeout 60m -v $(if $(E2E_RUN),-run '$(E2E_RUN)') ./e2e/...
+	  go test -tags e2e -count=1 -timeout 60m -v $(if $(E2E_RUN),-run '$(E2E_RUN)') ./e2e
 
 terraform-test: tools terraform-provider images kind-image ## Terraform: apply the lab example on its own kind cluster, plan, upgrade, destroy.
 	XG_BIN=$(BIN) XG_IMAGE_TAG=$(XG_VERSION) NODE_IMAGE=$(NODE_IMAGE) TF_CLI_CONFIG_FILE=$(TF_CLI_CONFIG) REPO_ROOT=$(CURDIR) \
