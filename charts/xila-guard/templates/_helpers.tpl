@@ -112,6 +112,47 @@ env:
 {{- printf "'%[2]s' in %[1]s.spec.?nodeSelector.orValue({}) || %[1]s.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([]).exists(term, term.?matchExpressions.orValue([]).exists(e, e.key == '%[2]s' && e.operator in ['In', 'Exists', 'Gt', 'Lt']))" (index . 0) (index . 1) -}}
 {{- end }}
 
+{{/* The namespace of a service account named <ns>:<name> or
+     system:serviceaccount:<ns>:<name>; "" for any other user name. */}}
+{{- define "xila-guard.accountNamespace" -}}
+{{- $parts := splitList ":" (trimPrefix "system:serviceaccount:" .) -}}
+{{- if and (eq (len $parts) 2) (or (hasPrefix "system:serviceaccount:" .) (not (hasPrefix "system:" .))) -}}
+{{- index $parts 0 -}}
+{{- end -}}
+{{- end }}
+
+{{/* The reserved namespaces, as a YAML list: the release namespace,
+     trustBoundaries.reservedNamespaces and the namespace of every service
+     account the release trusts by name. */}}
+{{- define "xila-guard.reservedNamespaces" -}}
+{{- $tb := .Values.trustBoundaries -}}
+{{- $out := concat (list .Release.Namespace) $tb.reservedNamespaces -}}
+{{- $accounts := concat .Values.webhook.trustedServiceAccounts $tb.evidenceLabellers.users $tb.poolAdmins.users $tb.administrators.users -}}
+{{- range (include "xila-guard.integrations" . | fromYamlArray) -}}
+{{- $accounts = concat $accounts (get . "binderServiceAccounts" | default list) -}}
+{{- end -}}
+{{- if .Values.gpuDevicePolicies.enabled -}}
+{{- $out = append $out .Values.gpuDevicePolicies.kubevirt.namespace -}}
+{{- $accounts = concat $accounts .Values.gpuDevicePolicies.platformCallers.users -}}
+{{- end -}}
+{{- range $accounts -}}
+{{- with include "xila-guard.accountNamespace" . -}}
+{{- $out = append $out . -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml ($out | uniq | sortAlpha) -}}
+{{- end }}
+
+{{/* The administrators' user names, with KubeVirt's virt-operator when the
+     GPU device policies trust KubeVirt's controller by name. */}}
+{{- define "xila-guard.administratorUsers" -}}
+{{- $users := .Values.trustBoundaries.administrators.users -}}
+{{- if .Values.gpuDevicePolicies.enabled -}}
+{{- $users = append $users (printf "system:serviceaccount:%s:kubevirt-operator" .Values.gpuDevicePolicies.kubevirt.namespace) -}}
+{{- end -}}
+{{- toYaml $users -}}
+{{- end }}
+
 {{/* The labels every pod gets besides its own (pods.labels), under a
      pod template's labels. The selector labels cannot be set there. */}}
 {{- define "xila-guard.podLabels" -}}

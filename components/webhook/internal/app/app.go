@@ -104,6 +104,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		PoolLabel:              o.poolLabel,
 		SchedulerProfiles:      o.schedulerProfiles.values,
 		TrustedServiceAccounts: o.trusted.values,
+		DaemonSetControllers:   o.daemonSetCreators.values,
 		Binders:                o.binders.values,
 		Cluster:                cl,
 		Evaluator:              ev,

@@ -33,6 +33,7 @@ type options struct {
 	kubeconfig         string
 	poolLabel          string
 	trusted            listFlag
+	daemonSetCreators  listFlag
 	externalSchedulers listFlag
 	schedulerProfiles  profileFlag
 	binders            listFlag
@@ -101,7 +102,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.tlsCheckInterval, "tls-check-interval", 10*time.Second, "how often the certificate files are read again, besides when they change")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the in-cluster service account")
 	fs.StringVar(&o.poolLabel, "pool-label", poolDefault, "node label, and taint key, that puts a node in a tenant's pool (default from "+guard.EnvPoolLabel+" when set)")
-	fs.Var(&o.trusted, "trusted-serviceaccounts", "comma-separated service accounts, each <namespace>:<name> or system:serviceaccount:<namespace>:<name>: pods running as one may target pools (infrastructure DaemonSets), and requests made as one may bind any pod; repeatable")
+	fs.Var(&o.trusted, "trusted-serviceaccounts", "comma-separated service accounts of infrastructure DaemonSets, each <namespace>:<name> or system:serviceaccount:<namespace>:<name>: their DaemonSet pods, created by a --daemonset-controllers user, may target pools; they bind nothing; repeatable")
+	fs.Var(&o.daemonSetCreators, "daemonset-controllers", "comma-separated user names that create DaemonSet pods (default "+strings.Join(admission.DefaultDaemonSetControllers, ",")+"); setting it replaces the default, repeating it appends")
 	fs.Var(&o.externalSchedulers, "external-schedulers", "comma-separated scheduler names accepted for protected pods in addition to "+guard.SchedulerName+", e.g. volcano,runai-scheduler; repeatable")
 	fs.Var(&o.schedulerProfiles, "scheduler-profile", "<scheduler name>=<label selector>: a protected pod may name the external scheduler only when its labels match the selector (the orchestrator profile's workload selector), e.g. volcano=volcano.sh/job-name; repeatable, a pod may match any selector of its scheduler; every --external-schedulers name needs one")
 	fs.Var(&o.binders, "binder-serviceaccounts", "comma-separated service accounts allowed to bind protected pods and to bind pods to pool nodes: the controlled scheduler's and each accepted external scheduler's; setting it replaces the default, repeating it appends")

@@ -72,9 +72,17 @@ type Config struct {
 	// when its labels match one of them.
 	SchedulerProfiles map[string][]string
 	// TrustedServiceAccounts are service account user names
-	// (system:serviceaccount:<ns>:<name>). Pods running as one may target
-	// pools, and requests made as one may bind any pod.
+	// (system:serviceaccount:<ns>:<name>) of infrastructure DaemonSets.
+	// A pod running as one may target pools only when it is a DaemonSet's
+	// pod (its controller is a DaemonSet) created by a DaemonSetController:
+	// the account is trusted for its DaemonSet's pods on every node, not
+	// for any pod someone creates with it. It binds nothing.
 	TrustedServiceAccounts []string
+	// DaemonSetControllers are the user names that create DaemonSet pods:
+	// kube-controller-manager's daemon-set-controller account, or the
+	// controller manager itself without --use-service-account-credentials.
+	// DefaultDaemonSetControllers when empty.
+	DaemonSetControllers []string
 	// Binders are the user names allowed to bind protected pods and to bind
 	// pods to pool nodes: the controlled scheduler's service account and
 	// those of accepted external schedulers.
@@ -149,6 +157,14 @@ func podServiceAccount(namespace string, pod *corev1.Pod) string {
 		sa = "default"
 	}
 	return serviceAccountPrefix + namespace + ":" + sa
+}
+
+// DefaultDaemonSetControllers are the users kube-controller-manager creates
+// DaemonSet pods as: its daemon-set-controller service account with
+// --use-service-account-credentials (kubeadm's default), else its own.
+var DefaultDaemonSetControllers = []string{
+	"system:serviceaccount:kube-system:daemon-set-controller",
+	"system:kube-controller-manager",
 }
 
 // acceptedSchedulers returns the scheduler names protected pods may use,

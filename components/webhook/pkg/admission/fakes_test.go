@@ -92,7 +92,7 @@ func newFakeCluster() *fakeCluster {
 			betaNode:  attested(betaNode, v1alpha1.SharingExclusive),
 		},
 		pods: map[string]*corev1.Pod{
-			"gpu-operator/p": makePod("gpu-operator").sa("device-plugin").obj(),
+			"gpu-operator/p": makePod("gpu-operator").sa("device-plugin").daemonSet().obj(),
 			unlabelledNS + "/p": makePod(unlabelledNS).mod(func(s *corev1.PodSpec) {
 				s.Containers[0].SecurityContext = privileged()
 			}).obj(),
@@ -207,6 +207,12 @@ func (b *podBuilder) label(k, v string) *podBuilder {
 		b.pod.Labels = map[string]string{}
 	}
 	b.pod.Labels[k] = v
+	return b
+}
+// daemonSet makes the pod a DaemonSet's.
+func (b *podBuilder) daemonSet() *podBuilder {
+	yes := true
+	b.pod.OwnerReferences = append(b.pod.OwnerReferences, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "ds-uid", Controller: &yes})
 	return b
 }
 func (b *podBuilder) obj() *corev1.Pod { return b.pod }

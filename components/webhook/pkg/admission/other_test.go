@@ -31,10 +31,12 @@ func TestBindingRules(t *testing.T) {
 		op       admissionv1.Operation
 		user     string
 		ns, node string
-		want     guard.Reason
+		// pod is the pod bound, when not the fake cluster's.
+		pod  *corev1.Pod
+		want guard.Reason
 	}{
 		{name: "controlled scheduler binds a protected pod to a compliant node", user: scheduler, ns: tenantNS, node: poolNode},
-		{name: "trusted binder binds a protected pod to a compliant node", user: infraSA, ns: tenantNS, node: poolNode},
+		{name: "a trusted DaemonSet account binds nothing", user: infraSA, ns: tenantNS, node: poolNode, want: guard.ReasonBindingNotAllowed},
 		{name: "external binder binds a protected pod to a compliant node", user: volcano, ns: tenantNS, node: poolNode},
 		{name: "external binder binds a protected pod to a time-sliced node", user: volcano, ns: tenantNS, node: sharedGPU, want: guard.ReasonTimeSlicingForbidden},
 		{name: "controlled scheduler binds a protected pod to a time-sliced node", user: scheduler, ns: tenantNS, node: sharedGPU, want: guard.ReasonTimeSlicingForbidden},
@@ -42,7 +44,9 @@ func TestBindingRules(t *testing.T) {
 		{name: "external binder binds a protected pod to a general node under confinement Pool", user: volcano, ns: tenantNS, node: plainNode, want: guard.ReasonOutsidePool},
 		{name: "external binder binds a protected pod to an unknown node", user: volcano, ns: tenantNS, node: "ghost", want: guard.ReasonNodeUnknown},
 		{name: "external binder binds a pod of no tenant to a pool node", user: volcano, ns: plainNS, node: poolNode, want: guard.ReasonBindingNotAllowed},
-		{name: "external binder binds an infrastructure pod to a pool node", user: volcano, ns: "gpu-operator", node: poolNode},
+		{name: "external binder binds an infrastructure DaemonSet pod to a pool node", user: volcano, ns: "gpu-operator", node: poolNode},
+		{name: "external binder binds a pod of a trusted account that is no DaemonSet's to a pool node", user: volcano, ns: "gpu-operator", node: betaNode,
+			pod: makePod("gpu-operator").sa("device-plugin").obj(), want: guard.ReasonBindingNotAllowed},
 		{name: "external binder binds an unresolved tenant's pod", user: volcano, ns: "orphaned", node: poolNode, want: guard.ReasonTenantUnresolved},
 		{name: "report-only binder binds a protected pod to a time-sliced node", user: reporter, ns: tenantNS, node: sharedGPU},
 		{name: "a privileged pod of a listed namespace without the tenant label is judged at bind time", user: scheduler, ns: unlabelledNS, node: poolNode, want: guard.ReasonPrivilegedContainer},
@@ -59,7 +63,11 @@ func TestBindingRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v := newValidator(t, newFakeCluster(), &fakeEvaluator{verdict: allowVerdict()})
+			c := newFakeCluster()
+			if tc.pod != nil {
+				c.pods[tc.ns+"/p"] = tc.pod
+			}
+			v := newValidator(t, c, &fakeEvaluator{verdict: allowVerdict()})
 			resource, sub, op := tc.resource, tc.sub, tc.op
 			if resource == "" {
 				resource, sub = "pods", "binding"

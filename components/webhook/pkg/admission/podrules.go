@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
@@ -20,8 +20,11 @@ const mirrorPodAnnotation = "kubernetes.io/config.mirror"
 
 // isOwnMirrorPod reports whether a kubelet creates the mirror pod of a
 // static pod on its own node. The NodeRestriction admission plugin already
-// limits kubelets to that; such a pod runs whatever the API says, so
-// refusing its mirror only hides it.
+// limits kubelets to that. Outside the tenants such a pod runs whatever
+// the API says, so refusing its mirror only hides it; in a tenant's
+// namespace its mirror is what makes it the tenant's (its labels select
+// the tenant's Services), so it is judged as the tenant's placement on
+// that node.
 func isOwnMirrorPod(user string, pod *corev1.Pod) bool {
 	_, mirror := pod.Annotations[mirrorPodAnnotation]
 	return mirror && pod.Spec.NodeName != "" && user == "system:node:"+pod.Spec.NodeName
@@ -62,10 +65,26 @@ func (v *Validator) protectedViolations(pod *corev1.Pod, id Identity, create, ow
 	}
 	out = append(out, v.psa.violations(pod, podSecurityLevel(id.Policy))...)
 	out = append(out, imageViolations(pod, allowedImageDigests(id.Policy))...)
+	pool := ""
 	if id.Tenant != nil {
-		out = append(out, v.foreignPoolViolations(pod, id.Tenant.PoolName())...)
+		pool = id.Tenant.PoolName()
 	}
-	return out
+	return append(out, v.foreignPoolViolations(pod, pool)...)
+}
+
+// samePlacement reports whether two versions of a pod ask for the same
+// nodes: the same tolerations, node selector and node affinity.
+func samePlacement(a, b *corev1.Pod) bool {
+	var aa, ba *corev1.NodeAffinity
+	if a.Spec.Affinity != nil {
+		aa = a.Spec.Affinity.NodeAffinity
+	}
+	if b.Spec.Affinity != nil {
+		ba = b.Spec.Affinity.NodeAffinity
+	}
+	return equality.Semantic.DeepEqual(a.Spec.Tolerations, b.Spec.Tolerations) &&
+		equality.Semantic.DeepEqual(a.Spec.NodeSelector, b.Spec.NodeSelector) &&
+		equality.Semantic.DeepEqual(aa, ba)
 }
 
 // schedulerViolation checks the scheduler a protected pod names: the
@@ -102,12 +121,17 @@ func (v *Validator) schedulerViolation(pod *corev1.Pod) (violation, bool) {
 // tenant's pool: tolerating a pool taint of another value or of any value
 // (operator Exists, or a wildcard), or selecting or requiring the pool
 // label with another value or with any value. Selecting or tolerating its
-// own pool is allowed, and so is requiring the label to be absent.
+// own pool is allowed, and so is requiring the label to be absent. With
+// no pool (the tenant is unresolved) every pool is foreign.
 func (v *Validator) foreignPoolViolations(pod *corev1.Pod, pool string) []violation {
 	key := v.cfg.PoolLabel
+	own := pool
+	if own == "" {
+		own = "none: the tenant is unresolved"
+	}
 	var out []violation
 	for i, t := range pod.Spec.Tolerations {
-		if !toleratesPoolTaint(t, key) || (t.Key == key && t.Operator != corev1.TolerationOpExists && t.Value == pool) {
+		if !toleratesPoolTaint(t, key) || (pool != "" && t.Key == key && t.Operator != corev1.TolerationOpExists && t.Value == pool) {
 			continue
 		}
 		what := fmt.Sprintf("toleration of %s=%q", key, t.Value)
@@ -118,20 +142,20 @@ func (v *Validator) foreignPoolViolations(pod *corev1.Pod, pool string) []violat
 			what = fmt.Sprintf("toleration of key %s with operator Exists", key)
 		}
 		out = append(out, violation{RuleForeignPool, guard.ReasonForeignPool, fmt.Sprintf("spec.tolerations[%d]", i),
-			fmt.Sprintf("%s tolerates pools other than the tenant's own (%s); tolerate exactly %s=%s:NoSchedule", what, pool, key, pool)})
+			fmt.Sprintf("%s tolerates pools other than the tenant's own (%s); tolerate exactly %s=<the tenant's pool>:NoSchedule", what, own, key)})
 	}
-	if val, ok := pod.Spec.NodeSelector[key]; ok && val != pool {
+	if val, ok := pod.Spec.NodeSelector[key]; ok && (pool == "" || val != pool) {
 		out = append(out, violation{RuleForeignPool, guard.ReasonForeignPool, "spec.nodeSelector",
-			fmt.Sprintf("nodeSelector %s=%s selects a pool other than the tenant's own (%s)", key, val, pool)})
+			fmt.Sprintf("nodeSelector %s=%s selects a pool other than the tenant's own (%s)", key, val, own)})
 	}
 	for _, term := range requiredTerms(pod) {
 		for j, e := range term.terms.MatchExpressions {
 			if e.Key != key || e.Operator == corev1.NodeSelectorOpDoesNotExist ||
-				(e.Operator == corev1.NodeSelectorOpIn && !slices.ContainsFunc(e.Values, func(s string) bool { return s != pool })) {
+				(pool != "" && e.Operator == corev1.NodeSelectorOpIn && !slices.ContainsFunc(e.Values, func(s string) bool { return s != pool })) {
 				continue
 			}
 			out = append(out, violation{RuleForeignPool, guard.ReasonForeignPool, fmt.Sprintf("%s.matchExpressions[%d]", term.path, j),
-				fmt.Sprintf("required node affinity %s %s %v can select a pool other than the tenant's own (%s)", key, e.Operator, e.Values, pool)})
+				fmt.Sprintf("required node affinity %s %s %v can select a pool other than the tenant's own (%s)", key, e.Operator, e.Values, own)})
 		}
 	}
 	return out
@@ -146,25 +170,46 @@ func allowedImageDigests(p *wire.Policy) []string {
 	return p.Spec.ConfidentialComputing.AllowedImageDigests
 }
 
-// imageViolations holds every container to the policy's image allow-list:
-// named by digest (name@sha256:<64 hex>), and the digest listed. A tag
-// next to the digest is allowed, as the container runtime pulls by the
-// digest alone.
+// imageViolations holds every image a pod runs or mounts to the policy's
+// image allow-list: named by digest (name@sha256:<64 hex>), and the digest
+// listed. A tag next to the digest is allowed, as the container runtime
+// pulls by the digest alone.
 func imageViolations(pod *corev1.Pod, allowed []string) []violation {
 	if len(allowed) == 0 {
 		return nil
 	}
 	var out []violation
-	for _, c := range containers(pod) {
-		at := strings.LastIndexByte(c.image, '@')
-		digest := c.image[at+1:]
+	for _, im := range images(pod) {
+		at := strings.LastIndexByte(im.ref, '@')
+		digest := im.ref[at+1:]
 		switch {
 		case at < 0 || !v1alpha1.IsImageDigest(digest):
-			out = append(out, violation{RuleImages, guard.ReasonImageNotPinned, c.path + ".image",
-				fmt.Sprintf("container %q runs image %q, named by tag; the policy allows images by sha256 digest only (name@sha256:<64 hex>)", c.name, c.image)})
+			out = append(out, violation{RuleImages, guard.ReasonImageNotPinned, im.path,
+				fmt.Sprintf("%s %q, named by tag; the policy allows images by sha256 digest only (name@sha256:<64 hex>)", im.what, im.ref)})
 		case !slices.Contains(allowed, digest):
-			out = append(out, violation{RuleImages, guard.ReasonImageNotAllowed, c.path + ".image",
-				fmt.Sprintf("container %q runs image digest %s, which is not among the %d allowedImageDigests of the policy", c.name, digest, len(allowed))})
+			out = append(out, violation{RuleImages, guard.ReasonImageNotAllowed, im.path,
+				fmt.Sprintf("%s digest %s, which is not among the %d allowedImageDigests of the policy", im.what, digest, len(allowed))})
+		}
+	}
+	return out
+}
+
+// imageRef is one image a pod runs or mounts, with its field and how to
+// name it to a person.
+type imageRef struct {
+	ref, path, what string
+}
+
+// images lists the images of every container list and every image volume
+// (spec.volumes[].image, whose files a container reads like its own).
+func images(pod *corev1.Pod) []imageRef {
+	var out []imageRef
+	for _, c := range containers(pod) {
+		out = append(out, imageRef{c.image, c.path + ".image", fmt.Sprintf("container %q runs image", c.name)})
+	}
+	for i, vol := range pod.Spec.Volumes {
+		if vol.Image != nil {
+			out = append(out, imageRef{vol.Image.Reference, fmt.Sprintf("spec.volumes[%d].image.reference", i), fmt.Sprintf("volume %q mounts image", vol.Name)})
 		}
 	}
 	return out

@@ -165,6 +165,47 @@ func TestPodRules(t *testing.T) {
 			old: makePod(tenantNS).scheduler("default-scheduler").obj(), pod: makePod(tenantNS).scheduler("default-scheduler").annotate("a", "b").obj()},
 		{name: "protected update of an unresolved tenant's pod", op: admissionv1.Update,
 			old: makePod("orphaned").obj(), pod: makePod("orphaned").annotate("a", "b").obj()},
+		// A pod that waits to be scheduled and changes where it may go is
+		// judged whole, whatever it was judged under before: a pod created
+		// while its namespace belonged to no tenant cannot pick up a pool
+		// toleration while the namespace carries a tenant label.
+		{name: "an unresolved tenant's gated pod may tolerate no pool", op: admissionv1.Update,
+			old:  makePod("orphaned").scheduler("default-scheduler").obj(),
+			pod:  makePod("orphaned").scheduler("default-scheduler").mod(tolerate(corev1.Toleration{Key: pool, Value: "acme", Effect: corev1.TaintEffectNoSchedule})).obj(),
+			want: []guard.Reason{guard.ReasonSchedulerNotAllowed, guard.ReasonForeignPool, guard.ReasonTenantUnresolved}},
+		{name: "a default-scheduler pod of a tenant namespace may not pick up its pool's toleration", op: admissionv1.Update,
+			old:  makePod(tenantNS).scheduler("default-scheduler").obj(),
+			pod:  makePod(tenantNS).scheduler("default-scheduler").mod(tolerate(corev1.Toleration{Key: pool, Value: "acme", Effect: corev1.TaintEffectNoSchedule})).obj(),
+			want: []guard.Reason{guard.ReasonSchedulerNotAllowed}},
+		{name: "a tenant's gated pod may add its own pool's toleration", op: admissionv1.Update,
+			old: makePod(tenantNS).obj(),
+			pod: makePod(tenantNS).mod(tolerate(corev1.Toleration{Key: pool, Value: "acme", Effect: corev1.TaintEffectNoSchedule})).obj()},
+		{name: "an unresolved tenant's pod may not select a pool", pod: makePod("orphaned").mod(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{pool: ""} }).obj(),
+			want: []guard.Reason{guard.ReasonForeignPool}},
+		// Mirror pods in a tenant's namespace are the tenant's placement on
+		// the node whose kubelet creates them.
+		{name: "kubelet mirror pod of a tenant on its compliant pool node", user: "system:node:" + poolNode,
+			pod: makePod(tenantNS).nodeName(poolNode).annotate(mirrorPodAnnotation, "x").obj(), evaluated: true},
+		{name: "kubelet mirror pod of a tenant on another tenant's pool node", user: "system:node:" + betaNode,
+			pod: makePod(tenantNS).nodeName(betaNode).annotate(mirrorPodAnnotation, "x").obj(), evaluated: true, want: []guard.Reason{guard.ReasonTenantMismatch}},
+		{name: "kubelet mirror pod of a tenant on a general node under confinement Pool", user: "system:node:" + plainNode,
+			pod: makePod(tenantNS).nodeName(plainNode).annotate(mirrorPodAnnotation, "x").obj(), evaluated: true, want: []guard.Reason{guard.ReasonOutsidePool}},
+		{name: "kubelet mirror pod of a tenant on its time-sliced pool node", user: "system:node:" + sharedGPU,
+			pod: makePod(tenantNS).nodeName(sharedGPU).annotate(mirrorPodAnnotation, "x").obj(), evaluated: true, want: []guard.Reason{guard.ReasonTimeSlicingForbidden}},
+		{name: "kubelet mirror pod of a tenant on an unknown node", user: "system:node:ghost",
+			pod: makePod(tenantNS).nodeName("ghost").annotate(mirrorPodAnnotation, "x").obj(), evaluated: true, want: []guard.Reason{guard.ReasonNodeUnknown}},
+		{name: "image volume by tag under a digest allow-list", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
+			s.Containers[0].Image = "train@" + imageDigest
+			s.Volumes = []corev1.Volume{{Name: "weights", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "registry.example/weights:latest"}}}}
+		}).obj(), want: []guard.Reason{guard.ReasonImageNotPinned}},
+		{name: "image volume of a digest not allowed", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
+			s.Containers[0].Image = "train@" + imageDigest
+			s.Volumes = []corev1.Volume{{Name: "weights", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "weights@sha256:" + strings.Repeat("0", 64)}}}}
+		}).obj(), want: []guard.Reason{guard.ReasonImageNotAllowed}},
+		{name: "image volume of an allowed digest", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
+			s.Containers[0].Image = "train@" + imageDigest
+			s.Volumes = []corev1.Volume{{Name: "weights", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "weights@" + imageDigest}}}}
+		}).obj(), evaluated: true},
 
 		// Other pods.
 		{name: "plain pod", pod: makePod(plainNS).scheduler("default-scheduler").obj()},
@@ -196,9 +237,16 @@ func TestPodRules(t *testing.T) {
 		{name: "plain nodeName on a pool node", pod: makePod(plainNS).nodeName(poolNode).obj(), want: []guard.Reason{guard.ReasonPoolNodeName}},
 		{name: "plain nodeName on a plain node", pod: makePod(plainNS).nodeName(plainNode).obj()},
 		{name: "plain nodeName on an unknown node", pod: makePod(plainNS).nodeName("ghost").obj(), want: []guard.Reason{guard.ReasonNodeUnknown}},
-		{name: "trusted service account may target the pool", pod: makePod("gpu-operator").sa("device-plugin").nodeName(poolNode).
-			mod(tolerate(corev1.Toleration{Operator: corev1.TolerationOpExists})).obj()},
-		{name: "trusted name in another namespace is not trusted", pod: makePod(plainNS).sa("device-plugin").nodeName(poolNode).obj(),
+		{name: "a trusted account's DaemonSet pod may target the pool", user: "system:serviceaccount:kube-system:daemon-set-controller",
+			pod: makePod("gpu-operator").sa("device-plugin").daemonSet().nodeName(poolNode).mod(tolerate(corev1.Toleration{Operator: corev1.TolerationOpExists})).obj()},
+		{name: "a trusted account's DaemonSet pod created by the controller manager itself", user: "system:kube-controller-manager",
+			pod: makePod("gpu-operator").sa("device-plugin").daemonSet().nodeName(poolNode).obj()},
+		{name: "a trusted account's pod that is no DaemonSet's is not trusted", user: "system:serviceaccount:kube-system:daemon-set-controller",
+			pod: makePod("gpu-operator").sa("device-plugin").nodeName(poolNode).mod(tolerate(corev1.Toleration{Operator: corev1.TolerationOpExists})).obj(),
+			want: []guard.Reason{guard.ReasonPoolToleration, guard.ReasonPoolNodeName}},
+		{name: "a trusted account's DaemonSet pod created by someone else is not trusted", user: "mallory",
+			pod: makePod("gpu-operator").sa("device-plugin").daemonSet().nodeName(poolNode).obj(), want: []guard.Reason{guard.ReasonPoolNodeName}},
+		{name: "trusted name in another namespace is not trusted", user: "system:serviceaccount:kube-system:daemon-set-controller", pod: makePod(plainNS).sa("device-plugin").daemonSet().nodeName(poolNode).obj(),
 			want: []guard.Reason{guard.ReasonPoolNodeName}},
 		{name: "kubelet mirror pod on its own pool node", user: "system:node:" + poolNode,
 			pod: makePod(plainNS).nodeName(poolNode).annotate(mirrorPodAnnotation, "x").obj()},

@@ -34,6 +34,9 @@ func New(cfg Config) (*Validator, error) {
 	cfg.TrustedServiceAccounts = normalise(cfg.TrustedServiceAccounts)
 	cfg.Binders = normalise(cfg.Binders)
 	cfg.ReportBinders = normalise(cfg.ReportBinders)
+	if len(cfg.DaemonSetControllers) == 0 {
+		cfg.DaemonSetControllers = DefaultDaemonSetControllers
+	}
 	if cfg.Profile == "" {
 		cfg.Profile = guard.ProfileProduction
 	}
@@ -119,15 +122,34 @@ func (v *Validator) validatePod(ctx context.Context, req *admissionv1.AdmissionR
 	ownMirror := create && isOwnMirrorPod(req.UserInfo.Username, pod)
 	if id.Protected {
 		vs := v.protectedViolations(pod, id, create, ownMirror)
-		if old != nil {
+		switch {
+		case old != nil && old.Spec.NodeName == "" && !samePlacement(old, pod):
+			// A pod that waits to be scheduled and changes where it may
+			// go (a gated pod's tolerations, selector or affinity) is
+			// judged whole: what it had before was judged under what its
+			// namespace was then, perhaps no tenant's.
+			if id.Tenant == nil {
+				vs = append(vs, tenantUnresolved(id))
+			}
+		case old != nil:
 			vs = added(vs, v.protectedViolations(old, id, false, false))
 		}
 		if len(vs) > 0 || !create {
 			return deny(subject, vs...)
 		}
-		return v.checkTenant(ctx, subject, ns, pod, id)
+		if out := v.checkTenant(ctx, subject, ns, pod, id); !out.allowed() || !ownMirror {
+			return out
+		}
+		// A node's mirror pod runs on that node without any scheduler or
+		// binding: judge it as the placement of the tenant there.
+		node, known := v.cfg.Cluster.Node(pod.Spec.NodeName)
+		if !known {
+			return deny(subject, violation{RuleMirrorPod, guard.ReasonNodeUnknown, "spec.nodeName",
+				fmt.Sprintf("mirror pod on node %q, which is not known", pod.Spec.NodeName)})
+		}
+		return v.judgeOnNode(subject, ns, pod.Name, node, id, RuleMirrorPod)
 	}
-	if slices.Contains(v.cfg.TrustedServiceAccounts, podServiceAccount(ns, pod)) {
+	if v.trustedPod(ns, pod, req.UserInfo.Username) {
 		return outcome{}
 	}
 	vs := v.poolViolations(pod, ownMirror)
@@ -142,11 +164,7 @@ func (v *Validator) validatePod(ctx context.Context, req *admissionv1.AdmissionR
 // explicit allow admits; every failure to get one refuses.
 func (v *Validator) checkTenant(ctx context.Context, subject, ns string, pod *corev1.Pod, id Identity) outcome {
 	if id.Tenant == nil {
-		detail := "the pod's tenant cannot be resolved"
-		if id.Note != "" {
-			detail += ": " + id.Note
-		}
-		return deny(subject, violation{RuleTenant, guard.ReasonTenantUnresolved, "metadata.namespace", detail})
+		return deny(subject, tenantUnresolved(id))
 	}
 	ev := v.cfg.Evaluator.Evaluate(&wire.EvaluateRequest{
 		Profile: v.cfg.Profile,
@@ -171,6 +189,16 @@ func (v *Validator) checkTenant(ctx context.Context, subject, ns string, pod *co
 		vs = append(vs, violation{RuleEvaluator, r, "", detail})
 	}
 	return deny(subject, vs...)
+}
+
+// tenantUnresolved is the refusal of a protected pod whose tenant no
+// TenantBinding names.
+func tenantUnresolved(id Identity) violation {
+	detail := "the pod's tenant cannot be resolved"
+	if id.Note != "" {
+		detail += ": " + id.Note
+	}
+	return violation{RuleTenant, guard.ReasonTenantUnresolved, "metadata.namespace", detail}
 }
 
 // isBinding reports whether req binds a pod: the pods/binding subresource,
@@ -225,7 +253,7 @@ func (v *Validator) validateBinding(ctx context.Context, req *admissionv1.Admiss
 	if !id.Protected && known && !inPool {
 		return outcome{}
 	}
-	binder := slices.Contains(v.cfg.Binders, user) || slices.Contains(v.cfg.TrustedServiceAccounts, user)
+	binder := slices.Contains(v.cfg.Binders, user)
 	switch {
 	case !binder && id.Protected:
 		return deny(subject, violation{RuleBinding, guard.ReasonBindingNotAllowed, "",
@@ -255,18 +283,14 @@ func (v *Validator) judgeBinding(ctx context.Context, subject, ns, name string, 
 			return deny(subject, violation{RuleLookup, guard.ReasonLookupFailed, "",
 				fmt.Sprintf("cannot read pod %s/%s to tell whether it runs as a trusted service account: %v", ns, name, err)})
 		}
-		if slices.Contains(v.cfg.TrustedServiceAccounts, podServiceAccount(ns, pod)) {
+		if v.trustedPod(ns, pod, "") {
 			return outcome{}
 		}
 		return deny(subject, violation{RuleBinding, guard.ReasonBindingNotAllowed, "target.name",
-			fmt.Sprintf("pod %s/%s belongs to no tenant and does not run as a trusted service account; node %s is in pool %q", ns, name, node.Name, pool)})
+			fmt.Sprintf("pod %s/%s belongs to no tenant and is not a DaemonSet pod of a trusted service account; node %s is in pool %q", ns, name, node.Name, pool)})
 	}
 	if id.Tenant == nil {
-		detail := "the pod's tenant cannot be resolved"
-		if id.Note != "" {
-			detail += ": " + id.Note
-		}
-		return deny(subject, violation{RuleTenant, guard.ReasonTenantUnresolved, "metadata.namespace", detail})
+		return deny(subject, tenantUnresolved(id))
 	}
 	if !id.Labelled {
 		// The namespace lacks the tenant label, so its pods were not sent
@@ -280,8 +304,15 @@ func (v *Validator) judgeBinding(ctx context.Context, subject, ns, name string, 
 			return deny(subject, vs...)
 		}
 	}
+	return v.judgeOnNode(subject, ns, name, node, id, RuleBinding)
+}
+
+// judgeOnNode asks the evaluator whether a protected pod of a resolved
+// tenant may run on one node, on the node's current evidence. Only an
+// explicit allow admits.
+func (v *Validator) judgeOnNode(subject, ns, name string, node *corev1.Node, id Identity, rule string) outcome {
 	gpus := guard.AllocatableGPUs(node.Status.Allocatable)
-	candidate := wire.Node{Name: node.Name, UID: node.UID, Pool: pool, AllocatableGPUs: &gpus}
+	candidate := wire.Node{Name: node.Name, UID: node.UID, Pool: node.Labels[v.cfg.PoolLabel], AllocatableGPUs: &gpus}
 	if st, ok := v.cfg.Cluster.State(node.Name); ok {
 		candidate.State = st
 	}
@@ -294,7 +325,7 @@ func (v *Validator) judgeBinding(ctx context.Context, subject, ns, name string, 
 	})
 	v.cfg.Metrics.bindEvaluation()
 	if len(res.Results) != 1 {
-		return deny(subject, violation{RuleBinding, guard.ReasonEvaluatorError, "",
+		return deny(subject, violation{rule, guard.ReasonEvaluatorError, "",
 			fmt.Sprintf("the evaluator gave %d results for one node (fail closed)", len(res.Results))})
 	}
 	r := res.Results[0]
@@ -311,7 +342,7 @@ func (v *Validator) judgeBinding(ctx context.Context, subject, ns, name string, 
 		if i == 0 && r.Message != "" {
 			detail += ": " + r.Message
 		}
-		vs = append(vs, violation{RuleBinding, reason, "target.name", detail})
+		vs = append(vs, violation{rule, reason, "target.name", detail})
 	}
 	return deny(subject, vs...)
 }
@@ -325,11 +356,10 @@ func reasonsOf(vs []violation) []string {
 }
 
 func (v *Validator) binderList() string {
-	all := append(append([]string{}, v.cfg.Binders...), v.cfg.TrustedServiceAccounts...)
-	if len(all) == 0 {
+	if len(v.cfg.Binders) == 0 {
 		return "no one"
 	}
-	return strings.Join(all, ", ")
+	return strings.Join(v.cfg.Binders, ", ")
 }
 
 // validateNode judges a Node UPDATE: the pool label and the pool taints

@@ -24,6 +24,7 @@ const (
 	RulePoolSelector   = "pool-selector"
 	RulePoolNodeName   = "pool-node-name"
 	RuleBinding        = "binding"
+	RuleMirrorPod      = "protected-mirror-pod"
 	RuleNodePool       = "node-pool-lock"
 	RuleRequest        = "request"
 	RuleLookup         = "lookup"

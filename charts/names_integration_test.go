@@ -1,0 +1,299 @@
+//go:build integration
+
+package charts
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Principals of the names tests, as the API server authenticates them.
+var (
+	// nsCreator may create and label namespaces and write in them, as a
+	// self-service namespace provisioner grants: never an administrator.
+	nsCreator = principal{"nina", []string{"namespace-creators", "system:authenticated"}}
+	// acmeDev is a developer of tenant acme.
+	acmeDev   = principal{"alice", []string{"acme-developers", "system:authenticated"}}
+	dsController = principal{"system:serviceaccount:kube-system:daemon-set-controller",
+		[]string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}
+	controllerManager = principal{"system:kube-controller-manager", []string{"system:authenticated"}}
+)
+
+// namesValues are trustValues with a trusted DaemonSet account in a
+// namespace that does not exist yet.
+func namesValues(t *testing.T) map[string]any {
+	vals := trustValues(t)
+	vals["webhook"].(map[string]any)["trustedServiceAccounts"] = []any{"monitoring:node-exporter"}
+	return vals
+}
+
+// grantNamesWrites gives the test groups, cluster-wide, what a namespace
+// provisioner, a tenant's developers and kube-controller-manager may do:
+// only the policies refuse.
+func grantNamesWrites(t *testing.T) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "names-test-writer"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""},
+			Resources: []string{"namespaces", "serviceaccounts", "serviceaccounts/token", "pods", "pods/status", "services"},
+			Verbs:     []string{"get", "create", "update", "patch"}}}}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controllerManager.user}}
+	for _, g := range []string{"namespace-creators", "acme-developers", "system:serviceaccounts", "system:nodes"} {
+		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, Subjects: subjects}
+	for _, o := range []client.Object{role, binding} {
+		if err := env.Client.Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// refusedWith checks a write's error: nil when want is "", else a refusal
+// (Forbidden or Invalid) whose message holds want.
+func refusedWith(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("%s: refused: %v", what, err)
+	case want != "" && err == nil:
+		t.Errorf("%s: allowed, want refused with %s", what, want)
+	case want != "" && (!apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want)):
+		t.Errorf("%s: refused with %v, want %s", what, err, want)
+	}
+}
+
+// TestIntegrationNamesAreNotTrust applies the chart's admission policies to
+// a real API server and tries, from the seat of a principal that may
+// create and label namespaces, of a tenant's developer and of a node, to
+// obtain trust by creating a name: the namespace and account of a trusted
+// DaemonSet, a pool toleration kept across a tenant label that came and
+// went, an address another party owns behind a Service, and another pod's
+// address for a tenant's pod.
+func TestIntegrationNamesAreNotTrust(t *testing.T) {
+	ctx := t.Context()
+	grantNodeWrites(t)
+	grantNamesWrites(t)
+	applyTrustPolicies(t, namesValues(t), poolKey)
+	t.Cleanup(func() { removeTrustPolicies(t) })
+	// The reserved-namespaces policy may reach the API server's policy
+	// informer after the probes applyTrustPolicies waits for.
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, last = nsCreator.client(t).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last != nil && strings.Contains(last.Error(), "RESERVED_NAMESPACE"), nil
+	})
+	if err != nil {
+		t.Fatalf("the reserved-namespaces policy does not take effect: %v (last: %v)", err, last)
+	}
+	t.Run("reserved namespaces", testReservedNamespaces)
+	t.Run("trusted DaemonSet accounts", testDaemonSetTrust)
+	t.Run("a tenant label that comes and goes", testLabelFlip)
+	t.Run("service addresses", testServiceAddresses)
+	t.Run("pod addresses", testPodAddresses)
+}
+
+func testReservedNamespaces(t *testing.T) {
+	ctx := t.Context()
+	const refused = "RESERVED_NAMESPACE"
+	newNS := func(name string) func(p principal) error {
+		return func(p principal) error {
+			_, err := p.client(t).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			return err
+		}
+	}
+	newSA := func(ns, name string) func(p principal) error {
+		return func(p principal) error {
+			_, err := p.client(t).CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			return err
+		}
+	}
+	token := func(ns, name string) func(p principal) error {
+		return func(p principal) error {
+			_, err := p.client(t).CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+			return err
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		who  principal
+		do   func(p principal) error
+		want string
+	}{
+		{"a namespace creator creates the namespace of a trusted DaemonSet account", nsCreator, newNS("monitoring"), refused},
+		{"a namespace creator creates an evidence labeller's namespace", nsCreator, newNS("node-feature-discovery"), refused},
+		{"a namespace creator creates the GPU operator's namespace", nsCreator, newNS("gpu-operator"), refused},
+		{"a node creates a reserved namespace", nodeUser, newNS("monitoring"), refused},
+		{"a namespace creator creates a namespace of its own", nsCreator, newNS("team-free"), ""},
+		{"an administrator creates the trusted account's namespace", admin, newNS("monitoring"), ""},
+		{"a namespace creator creates the trusted account", nsCreator, newSA("monitoring", "node-exporter"), refused},
+		{"a tenant creates an account in the release namespace", acmeDev, newSA(releaseNS, "xila-guard-scheduler"), refused},
+		{"kube-controller-manager creates the namespace's default account", controllerManager, newSA("monitoring", "default"), ""},
+		{"an administrator creates the trusted account", admin, newSA("monitoring", "node-exporter"), ""},
+		{"a namespace creator requests a token of the trusted account", nsCreator, token("monitoring", "node-exporter"), refused},
+		{"an administrator requests a token of the trusted account", admin, token("monitoring", "node-exporter"), ""},
+		{"a namespace creator creates an account in its own namespace", nsCreator, newSA("team-free", "builder"), ""},
+	} {
+		refusedWith(t, tc.name, tc.do(tc.who), tc.want)
+	}
+}
+
+// daemonSetPod is a pod of the trusted account node-exporter that
+// tolerates every taint, as a node agent's DaemonSet pod does.
+func daemonSetPod(owned bool) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "node-exporter-", Namespace: "monitoring"},
+		Spec: corev1.PodSpec{ServiceAccountName: "node-exporter", Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}}
+	if owned {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "node-exporter", UID: "ds-uid", Controller: &yes}}
+	}
+	return p
+}
+
+func testDaemonSetTrust(t *testing.T) {
+	ctx := t.Context()
+	ensureNamespace(t, "monitoring", nil)
+	for _, tc := range []struct {
+		name  string
+		who   principal
+		owned bool
+		want  string
+	}{
+		{"someone else creates a pod of the trusted account that tolerates the pools", nsCreator, true, "POOL_TOLERATION"},
+		{"the DaemonSet controller creates a pod of the trusted account no DaemonSet owns", dsController, false, "POOL_TOLERATION"},
+		{"the DaemonSet controller creates the DaemonSet's pod", dsController, true, ""},
+		{"kube-controller-manager creates the DaemonSet's pod", controllerManager, true, ""},
+	} {
+		_, err := tc.who.client(t).CoreV1().Pods("monitoring").Create(ctx, daemonSetPod(tc.owned), metav1.CreateOptions{})
+		refusedWith(t, tc.name, err, tc.want)
+	}
+}
+
+// testLabelFlip: a pod created while its namespace carried a tenant label
+// keeps a pool toleration after the label is gone; while it waits to be
+// scheduled it may not be released to the default scheduler, whose
+// bindings in namespaces of no tenant nobody else judges.
+func testLabelFlip(t *testing.T) {
+	ctx := t.Context()
+	const ns = "flip"
+	ensureNamespace(t, ns, map[string]string{"guard.xila.us/tenant": "acme"})
+	toleration := []corev1.Toleration{{Key: poolKey, Operator: corev1.TolerationOpEqual, Value: "acme", Effect: corev1.TaintEffectNoSchedule}}
+	gated, err := nsCreator.client(t).CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gated", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}, Tolerations: toleration,
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: "example.com/hold"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the gated pod while the namespace is labelled: %v", err)
+	}
+	running, err := nsCreator.client(t).CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "running", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}, Tolerations: toleration}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createNode(t, "flip-node", nil, "")
+	if err := env.Client.SubResource("binding").Create(ctx, running, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: running.Name, Namespace: ns},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "flip-node"}}); err != nil {
+		t.Fatalf("binding the running pod: %v", err)
+	}
+	unlabel := []byte(`{"metadata":{"labels":{"guard.xila.us/tenant":null}}}`)
+	if _, err := nsCreator.client(t).CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, unlabel, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("the namespace's owner removes the tenant label: %v", err)
+	}
+	ungate := []byte(`{"spec":{"schedulingGates":null}}`)
+	// The policy informer sees the namespace's labels within moments.
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err = nsCreator.client(t).CoreV1().Pods(ns).Patch(ctx, gated.Name, types.StrategicMergePatchType, ungate,
+			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil, nil
+	})
+	refusedWith(t, "releasing a gated pod that kept a pool toleration across the tenant label", err, "POOL_TOLERATION")
+	relabel := []byte(`{"metadata":{"labels":{"example.com/team":"web"}}}`)
+	_, err = nsCreator.client(t).CoreV1().Pods(ns).Patch(ctx, running.Name, types.MergePatchType, relabel, metav1.PatchOptions{})
+	refusedWith(t, "labelling a bound pod that kept its toleration", err, "")
+}
+
+func testServiceAddresses(t *testing.T) {
+	ctx := t.Context()
+	const refused = "SERVICE_ADDRESS_NOT_ALLOWED"
+	ensureNamespace(t, "acme-svc", map[string]string{"guard.xila.us/tenant": "acme"})
+	ensureNamespace(t, "web-svc", nil)
+	svc := func(name string, mod func(*corev1.ServiceSpec)) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 10250}}, Selector: map[string]string{"app": name}}}
+		mod(&s.Spec)
+		return s
+	}
+	externalIP := func(s *corev1.ServiceSpec) { s.ExternalIPs = []string{"172.18.0.3"} }
+	lbIP := func(s *corev1.ServiceSpec) { s.Type, s.LoadBalancerIP = corev1.ServiceTypeLoadBalancer, "172.18.0.200" }
+	for _, tc := range []struct {
+		name string
+		who  principal
+		ns   string
+		svc  *corev1.Service
+		want string
+	}{
+		{"a tenant's Service claims another node's address", acmeDev, "acme-svc", svc("capture", externalIP), refused},
+		{"a Service of no tenant claims another node's address", nsCreator, "web-svc", svc("capture", externalIP), refused},
+		{"a tenant's Service asks its load balancer for an address", acmeDev, "acme-svc", svc("lb", lbIP), refused},
+		{"a Service of no tenant asks its load balancer for an address", nsCreator, "web-svc", svc("lb", lbIP), ""},
+		{"an administrator's Service with an external address", admin, "web-svc", svc("ingress", externalIP), ""},
+		{"a tenant's plain Service", acmeDev, "acme-svc", svc("plain", func(*corev1.ServiceSpec) {}), ""},
+	} {
+		_, err := tc.who.client(t).CoreV1().Services(tc.ns).Create(ctx, tc.svc, metav1.CreateOptions{})
+		refusedWith(t, tc.name, err, tc.want)
+	}
+	_, err := nsCreator.client(t).CoreV1().Services("web-svc").Patch(ctx, "ingress", types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"team":"web"}}}`), metav1.PatchOptions{})
+	refusedWith(t, "labelling a Service that keeps the address an administrator gave it", err, "")
+	_, err = nsCreator.client(t).CoreV1().Services("web-svc").Patch(ctx, "ingress", types.MergePatchType,
+		[]byte(`{"spec":{"externalIPs":["172.18.0.3","172.18.0.4"]}}`), metav1.PatchOptions{})
+	refusedWith(t, "adding an address to a Service", err, refused)
+}
+
+func testPodAddresses(t *testing.T) {
+	ctx := t.Context()
+	const ns = "acme-addr"
+	ensureNamespace(t, ns, map[string]string{"guard.xila.us/tenant": "acme"})
+	createNode(t, "n1", nil, "")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns},
+		Spec: corev1.PodSpec{SchedulerName: "xila-guard-scheduler", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.SubResource("binding").Create(ctx, pod, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}); err != nil {
+		t.Fatal(err)
+	}
+	setIPs := func(ips ...string) error {
+		status := map[string]any{"podIP": "", "podIPs": []any{}}
+		if len(ips) > 0 {
+			list := make([]any, len(ips))
+			for i, ip := range ips {
+				list[i] = map[string]any{"ip": ip}
+			}
+			status = map[string]any{"podIP": ips[0], "podIPs": list}
+		}
+		b, err := json.Marshal(map[string]any{"status": status})
+		if err != nil {
+			return err
+		}
+		_, err = nodeUser.client(t).CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, b, metav1.PatchOptions{}, "status")
+		return err
+	}
+	refusedWith(t, "the node gives its pod its address", setIPs("10.244.1.5"), "")
+	refusedWith(t, "the node keeps its pod's address", setIPs("10.244.1.5"), "")
+	refusedWith(t, "the node gives its pod another node's pod's address", setIPs("10.244.2.9"), "POD_IP_CHANGED")
+}
