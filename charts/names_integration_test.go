@@ -25,7 +25,7 @@ var (
 	// self-service namespace provisioner grants: never an administrator.
 	nsCreator = principal{"nina", []string{"namespace-creators", "system:authenticated"}}
 	// acmeDev is a developer of tenant acme.
-	acmeDev   = principal{"alice", []string{"acme-developers", "system:authenticated"}}
+	acmeDev      = principal{"alice", []string{"acme-developers", "system:authenticated"}}
 	dsController = principal{"system:serviceaccount:kube-system:daemon-set-controller",
 		[]string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}
 	controllerManager = principal{"system:kube-controller-manager", []string{"system:authenticated"}}

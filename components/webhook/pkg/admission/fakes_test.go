@@ -209,6 +209,7 @@ func (b *podBuilder) label(k, v string) *podBuilder {
 	b.pod.Labels[k] = v
 	return b
 }
+
 // daemonSet makes the pod a DaemonSet's.
 func (b *podBuilder) daemonSet() *podBuilder {
 	yes := true

@@ -242,7 +242,7 @@ func TestPodRules(t *testing.T) {
 		{name: "a trusted account's DaemonSet pod created by the controller manager itself", user: "system:kube-controller-manager",
 			pod: makePod("gpu-operator").sa("device-plugin").daemonSet().nodeName(poolNode).obj()},
 		{name: "a trusted account's pod that is no DaemonSet's is not trusted", user: "system:serviceaccount:kube-system:daemon-set-controller",
-			pod: makePod("gpu-operator").sa("device-plugin").nodeName(poolNode).mod(tolerate(corev1.Toleration{Operator: corev1.TolerationOpExists})).obj(),
+			pod:  makePod("gpu-operator").sa("device-plugin").nodeName(poolNode).mod(tolerate(corev1.Toleration{Operator: corev1.TolerationOpExists})).obj(),
 			want: []guard.Reason{guard.ReasonPoolToleration, guard.ReasonPoolNodeName}},
 		{name: "a trusted account's DaemonSet pod created by someone else is not trusted", user: "mallory",
 			pod: makePod("gpu-operator").sa("device-plugin").daemonSet().nodeName(poolNode).obj(), want: []guard.Reason{guard.ReasonPoolNodeName}},
