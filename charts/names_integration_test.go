@@ -35,7 +35,7 @@ var (
 // namespace that does not exist yet.
 func namesValues(t *testing.T) map[string]any {
 	vals := trustValues(t)
-	vals["webhook"].(map[string]any)["trustedServiceAccounts"] = []any{"monitoring:node-exporter"}
+	vals["webhook"].(map[string]any)["trustedServiceAccounts"] = []any{"system:serviceaccount:monitoring:node-exporter"}
 	return vals
 }
 
@@ -109,6 +109,7 @@ func TestIntegrationNamesAreNotTrust(t *testing.T) {
 func testReservedNamespaces(t *testing.T) {
 	ctx := t.Context()
 	const refused = "RESERVED_NAMESPACE"
+	ensureNamespace(t, releaseNS, nil)
 	newNS := func(name string) func(p principal) error {
 		return func(p principal) error {
 			_, err := p.client(t).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})

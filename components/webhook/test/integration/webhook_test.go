@@ -58,6 +58,17 @@ func TestIntegration(t *testing.T) {
 
 func testPods(t *testing.T) {
 	yes := true
+	daemonSet := func(p *corev1.Pod) {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: &yes}}
+	}
+	mirror := func(node string) func(p *corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"kubernetes.io/config.mirror": "hash"}
+			p.Spec.NodeName = node
+		}
+	}
+	const dsController = "system:serviceaccount:kube-system:daemon-set-controller"
 	cases := []struct {
 		name string
 		pod  *corev1.Pod
@@ -96,9 +107,6 @@ func testPods(t *testing.T) {
 		{"plain pool nodeSelector", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{guard.LabelTenantPool: "acme"} }), string(guard.ReasonPoolSelector)},
 		{"plain nodeName on a pool node", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeName = poolNode }), string(guard.ReasonPoolNodeName)},
 		{"plain nodeName on a plain node", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeName = plainNode }), ""},
-		{"trusted service account on a pool node", pod(plainNS, func(p *corev1.Pod) {
-			p.Namespace, p.Spec.ServiceAccountName, p.Spec.NodeName = "infra", "agent", poolNode
-		}), ""},
 	}
 	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -107,6 +115,62 @@ func testPods(t *testing.T) {
 		_, err := kube.CoreV1().Pods(tc.pod.Namespace).Create(t.Context(), tc.pod, metav1.CreateOptions{})
 		expect(t, tc.name, err, tc.want)
 	}
+	// Pods created from another seat than the administrator's.
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+		user string
+	}{
+		{"trusted account's DaemonSet pod on a pool node", pod(plainNS, daemonSet, func(p *corev1.Pod) {
+			p.Namespace, p.Spec.ServiceAccountName, p.Spec.NodeName = "infra", "agent", poolNode
+		}), "", dsController},
+		{"trusted account's pod no DaemonSet owns on a pool node", pod(plainNS, func(p *corev1.Pod) {
+			p.Namespace, p.Spec.ServiceAccountName, p.Spec.NodeName = "infra", "agent", poolNode
+		}), string(guard.ReasonPoolNodeName), dsController},
+		{"trusted account's DaemonSet pod on a pool node, created by someone else", pod(plainNS, daemonSet, func(p *corev1.Pod) {
+			p.Namespace, p.Spec.ServiceAccountName, p.Spec.NodeName = "infra", "agent", poolNode
+		}), string(guard.ReasonPoolNodeName), "mallory"},
+		{"a tenant's mirror pod on its own compliant pool node", pod(tenantNS, mirror(poolNode)), "", "system:node:" + poolNode},
+		{"a general node's mirror pod in a tenant's namespace under confinement Pool", pod(tenantNS, mirror(plainNode)),
+			string(guard.ReasonOutsidePool), "system:node:" + plainNode},
+	} {
+		_, err := as(t, tc.user).CoreV1().Pods(tc.pod.Namespace).Create(t.Context(), tc.pod, metav1.CreateOptions{})
+		expect(t, tc.name, err, tc.want)
+	}
+	t.Run("a pool toleration picked up while a tenant label came and went", testLabelFlip)
+}
+
+// testLabelFlip: whoever may create and label namespaces creates a gated
+// pod of the default scheduler while the namespace belongs to no tenant,
+// labels the namespace with a tenant no binding lists it for, and adds a
+// toleration of that tenant's pool: refused, so that the pod cannot keep
+// it once the label is gone.
+func testLabelFlip(t *testing.T) {
+	ctx := t.Context()
+	const ns = "flip"
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := pod(ns, func(p *corev1.Pod) {
+		p.Spec.SchedulerName = ""
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+	})
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the gated pod while the namespace belongs to no tenant: %v", err)
+	}
+	label := []byte(`{"metadata":{"labels":{"guard.xila.us/tenant":"acme"}}}`)
+	if _, err := kube.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, label, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tolerate := []byte(`{"spec":{"tolerations":[{"key":"` + guard.LabelTenantPool + `","operator":"Equal","value":"acme","effect":"NoSchedule"}]}}`)
+	var err error
+	// The webhook's namespace cache follows the label within moments.
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err = kube.CoreV1().Pods(ns).Patch(ctx, p.Name, types.StrategicMergePatchType, tolerate, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil, nil
+	})
+	expect(t, "adding a pool toleration to a gated pod of an unresolved tenant", err, string(guard.ReasonForeignPool))
 }
 
 func testEphemeralContainers(t *testing.T) {
