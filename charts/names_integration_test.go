@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
 // Principals of the names tests, as the API server authenticates them.
@@ -100,6 +102,7 @@ func TestIntegrationNamesAreNotTrust(t *testing.T) {
 		t.Fatalf("the reserved-namespaces policy does not take effect: %v (last: %v)", err, last)
 	}
 	t.Run("reserved namespaces", testReservedNamespaces)
+	t.Run("a tenant's namespaces", testTenantNamespaces)
 	t.Run("trusted DaemonSet accounts", testDaemonSetTrust)
 	t.Run("a tenant label that comes and goes", testLabelFlip)
 	t.Run("service addresses", testServiceAddresses)
@@ -150,6 +153,40 @@ func testReservedNamespaces(t *testing.T) {
 	} {
 		refusedWith(t, tc.name, tc.do(tc.who), tc.want)
 	}
+}
+
+// testTenantNamespaces: a namespace a TenantBinding lists before it exists
+// would make its creator the tenant.
+func testTenantNamespaces(t *testing.T) {
+	ctx := t.Context()
+	binding := &v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: "acme-next"},
+		Spec: v1alpha1.TenantBindingSpec{TenantID: "acme-next", Namespaces: []string{"acme-next-ml"}}}
+	_ = env.Client.Delete(ctx, binding)
+	if err := env.Client.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), binding) })
+	create := func(p principal, dry bool) error {
+		opts := metav1.CreateOptions{}
+		if dry {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		_, err := p.client(t).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme-next-ml"}}, opts)
+		return err
+	}
+	var err error
+	// The API server's policy informer learns of the binding within moments.
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		err = create(nsCreator, true)
+		return err != nil, nil
+	})
+	refusedWith(t, "a namespace creator creates a namespace a TenantBinding lists", err, "RESERVED_NAMESPACE")
+	refusedWith(t, "a namespace creator creates a namespace no TenantBinding lists", func() error {
+		_, err := nsCreator.client(t).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme-unlisted"}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}(), "")
+	refusedWith(t, "an administrator creates the tenant's namespace", create(admin, false), "")
 }
 
 // daemonSetPod is a pod of the trusted account node-exporter that

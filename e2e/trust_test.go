@@ -37,6 +37,9 @@ const (
 	// labelled as the lab's tenant that no TenantBinding lists.
 	plainNS  = "xg-trust-plain"
 	forgedNS = "xg-trust-forged"
+	// flipNS is a namespace of no tenant whose creator labels it as the
+	// lab's tenant for a while.
+	flipNS = "xg-trust-flip"
 )
 
 // attempt is one way around a trust boundary, tried from one principal's
@@ -59,9 +62,11 @@ type trustEnv struct {
 	admin, tenant       kubernetes.Interface
 	operator, nsCreator kubernetes.Interface
 	binder              kubernetes.Interface
-	defaultScheduler    kubernetes.Interface
-	compliant, sliced   string
-	controlPlane        string
+	// binderAccount is the user name of Volcano's binder.
+	binderAccount     string
+	defaultScheduler  kubernetes.Interface
+	compliant, sliced string
+	controlPlane      string
 }
 
 // TestTrustBoundaries tries, on the lab cluster with the run:ai and Volcano
@@ -98,7 +103,7 @@ func TestTrustBoundaries(t *testing.T) {
 			if l, ok := ctx.Value(labKey{}).(*lab.Lab); ok {
 				_ = l.Kube.CoreV1().Nodes().Delete(ctx, betaNode, metav1.DeleteOptions{})
 				_ = l.Dyn.Resource(lab.States).Delete(ctx, betaNode, metav1.DeleteOptions{})
-				for _, ns := range []string{plainNS, forgedNS} {
+				for _, ns := range []string{plainNS, forgedNS, flipNS} {
 					if err := l.DeleteNamespace(ctx, ns); err != nil {
 						t.Error(err)
 					}
@@ -166,7 +171,7 @@ func newTrustEnv(ctx context.Context, t *testing.T, l *lab.Lab) *trustEnv {
 	if _, err := l.Dyn.Resource(lab.States).Create(ctx, state, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the other tenant's evidence: %v", err)
 	}
-	for _, ns := range []string{plainNS, forgedNS} {
+	for _, ns := range []string{plainNS, forgedNS, flipNS} {
 		if err := l.DeleteNamespace(ctx, ns); err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +192,8 @@ func newTrustEnv(ctx context.Context, t *testing.T, l *lab.Lab) *trustEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.binder, err = l.AsServiceAccount(binder["binderServiceAccounts"].([]any)[0].(string)); err != nil {
+	e.binderAccount = binder["binderServiceAccounts"].([]any)[0].(string)
+	if e.binder, err = l.AsServiceAccount(e.binderAccount); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -201,8 +207,9 @@ func grantTrustRole(ctx context.Context, t *testing.T, l *lab.Lab) {
 	_ = l.RevokeBinding(ctx, trustRole)
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: trustRole}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes", "nodes/status"}, Verbs: []string{"get", "patch", "update"}},
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "create", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "create", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"create"}},
 	}}
 	if _, err := l.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -413,6 +420,10 @@ func (e *trustEnv) attempts() []attempt {
 		{"node labels another node", rbacDenied + "|forbidden", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.sliced, false, labels(lab.PoolLabel, "beta"))
 		}, nil},
+		// A node's mirror pod in the tenant's namespace: the tenant's
+		// placement on that node, judged like any other.
+		{"time-sliced worker's kubelet puts a mirror pod in the tenant's namespace", "TIME_SLICING_FORBIDDEN", e.mirrorPod(node(e.sliced), ns, e.sliced), nil},
+		{"control plane's kubelet puts a mirror pod in the tenant's namespace", "OUTSIDE_POOL", e.mirrorPod(cp, ns, e.controlPlane), nil},
 		// Evidence, from a node's seat.
 		{"node claims exclusive GPUs", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.compliant, false, labels("nvidia.com/gpu.sharing-strategy", "none"))
@@ -473,6 +484,21 @@ func (e *trustEnv) attempts() []attempt {
 		{"tenant pod is privileged", "PRIVILEGED_CONTAINER", tenantPod("privileged", lab.Privileged()), nil},
 		{"tenant pod runs an image by tag under a digest allow-list", "IMAGE_NOT_PINNED", func(ctx context.Context) error {
 			return e.underImageAllowList(ctx, func(ctx context.Context) error { return dryCreate(ctx, e.tenant, ns, pod("by-tag")) })
+		}, nil},
+		{"tenant pod mounts an image volume by tag under a digest allow-list", "mounts image", func(ctx context.Context) error {
+			return e.underImageAllowList(ctx, tenantPod("image-volume", spec(func(s *corev1.PodSpec) {
+				s.Volumes = []corev1.Volume{{Name: "weights", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "registry.example/weights:latest"}}}}
+			})))
+		}, nil},
+		{"tenant Service claims a worker's address and the kubelet's port", "SERVICE_ADDRESS_NOT_ALLOWED", func(ctx context.Context) error {
+			addr, err := e.internalIP(ctx, e.sliced)
+			if err != nil {
+				return err
+			}
+			_, err = e.tenant.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "capture"},
+				Spec: corev1.ServiceSpec{ExternalIPs: []string{addr}, Ports: []corev1.ServicePort{{Port: 10250}}, Selector: map[string]string{"app": "capture"}}},
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
 		}, nil},
 		{"tenant pod uses hostNetwork", "HOST_NETWORK", tenantPod("hostnet", spec(func(s *corev1.PodSpec) { s.HostNetwork = true })), nil},
 		{"tenant pod uses hostPID", "HOST_PID", tenantPod("hostpid", spec(func(s *corev1.PodSpec) { s.HostPID = true })), nil},
@@ -560,6 +586,18 @@ func (e *trustEnv) attempts() []attempt {
 		{"pod of no tenant names a pool node", "POOL_NODE_NAME", plainPod("plain-pinned", lab.WithNodeName(e.compliant)), nil},
 		{"pod of no tenant requires a pool node by name", "POOL_NODE_NAME", plainPod("plain-field", require(corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{e.sliced}}, true)), nil},
 		{"pod of no tenant (control)", "", plainPod("plain-ok"), nil},
+		{"namespace creator makes the namespace of an integration's binder", "RESERVED_NAMESPACE", func(ctx context.Context) error {
+			binder := strings.Split(e.binderAccount, ":")
+			_, err := e.nsCreator.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: binder[2]}},
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}, nil},
+		{"namespace creator makes an account in the platform's namespace", "RESERVED_NAMESPACE", func(ctx context.Context) error {
+			_, err := e.nsCreator.CoreV1().ServiceAccounts(lab.PlatformNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "xila-guard-scheduler-2"}},
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}, nil},
+		{"a pool toleration picked up while a tenant label came and went", "FOREIGN_POOL", e.labelFlip(pool), e.noPodOnPool(flipNS)},
 		// Binders.
 		{"default scheduler binds a tenant pod", "BINDING_NOT_ALLOWED", e.bindHeld(e.defaultScheduler, ns, e.compliant, &held), e.unbound(&held)},
 		{"administrator binds a tenant pod", "BINDING_NOT_ALLOWED", e.bindHeld(e.admin, ns, e.compliant, &held), e.unbound(&held)},
@@ -636,5 +674,112 @@ func (e *trustEnv) webhookDown(ctx context.Context, tenantNS, plainNS string, no
 func tolerate0(key string) lab.PodOption {
 	return func(p *corev1.Pod) {
 		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
+	}
+}
+
+// mirrorPod creates, as a dry run from the node's seat, the mirror pod of
+// a static pod of the node's in ns, as its kubelet would: annotated,
+// bound to the node and owned by it (the NodeRestriction plugin's
+// conditions), naming the controlled scheduler.
+func (e *trustEnv) mirrorPod(c kubernetes.Interface, ns, node string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		n, err := e.admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		yes := true
+		p := e.l.Pod("static-"+node, lab.WithNodeName(node))
+		p.Annotations = map[string]string{"kubernetes.io/config.mirror": "e2e"}
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node, UID: n.UID, Controller: &yes}}
+		return dryCreate(ctx, c, ns, p)
+	}
+}
+
+// internalIP is a node's InternalIP address.
+func (e *trustEnv) internalIP(ctx context.Context, node string) (string, error) {
+	n, err := e.admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address, nil
+		}
+	}
+	return "", fmt.Errorf("node %s has no InternalIP", node)
+}
+
+// labelFlip: the namespace creator makes a namespace of no tenant and a
+// gated pod of the default scheduler in it, labels the namespace as the
+// tenant's (no binding lists it), and has the pod tolerate the tenant's
+// pool, to take the label away and release the pod to the default
+// scheduler with the toleration kept. The toleration must be refused.
+func (e *trustEnv) labelFlip(pool string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		c := e.nsCreator
+		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: flipNS}}, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating the namespace: %w", err)
+		}
+		p := e.l.Pod("gated", lab.WithScheduler("default-scheduler"))
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+		if _, err := c.CoreV1().Pods(flipNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating the gated pod: %w", err)
+		}
+		label := func(v string) error {
+			patch := `{"metadata":{"labels":{"` + lab.TenantLabel + `":null}}}`
+			if v != "" {
+				patch = `{"metadata":{"labels":{"` + lab.TenantLabel + `":"` + v + `"}}}`
+			}
+			_, err := c.CoreV1().Namespaces().Patch(ctx, flipNS, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			return err
+		}
+		if err := label(pool); err != nil {
+			return fmt.Errorf("labelling the namespace: %w", err)
+		}
+		tolerate := []byte(`{"spec":{"tolerations":[{"key":"` + lab.PoolLabel + `","operator":"Equal","value":"` + pool + `","effect":"NoSchedule"}]}}`)
+		var refused error
+		// The webhook's namespace cache follows the label within moments.
+		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, refused = c.CoreV1().Pods(flipNS).Patch(ctx, "gated", types.StrategicMergePatchType, tolerate, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			return refused != nil, nil
+		})
+		if refused == nil {
+			// The attack went through: finish it, so that after sees where
+			// the pod went.
+			_, _ = c.CoreV1().Pods(flipNS).Patch(ctx, "gated", types.StrategicMergePatchType, tolerate, metav1.PatchOptions{})
+		}
+		if err := label(""); err != nil {
+			return fmt.Errorf("removing the label: %w", err)
+		}
+		ungate := []byte(`{"spec":{"schedulingGates":null}}`)
+		if _, err := c.CoreV1().Pods(flipNS).Patch(ctx, "gated", types.StrategicMergePatchType, ungate, metav1.PatchOptions{}); err != nil && refused == nil {
+			return fmt.Errorf("releasing the pod: %w", err)
+		}
+		return refused
+	}
+}
+
+// noPodOnPool checks, once the default scheduler had time to place them,
+// that no pod of ns runs on a pool node.
+func (e *trustEnv) noPodOnPool(ns string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		time.Sleep(3 * time.Second)
+		pods, err := e.admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" {
+				continue
+			}
+			n, err := e.admin.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if pool, ok := n.Labels[lab.PoolLabel]; ok {
+				return fmt.Errorf("pod %s/%s of no tenant runs on node %s of pool %s", ns, p.Name, n.Name, pool)
+			}
+		}
+		return nil
 	}
 }
