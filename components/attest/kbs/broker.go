@@ -302,10 +302,11 @@ func (b *Broker) judge(ctx context.Context, sess *session, who *identity, peer s
 	if id.Tenant != nil {
 		rec.Tenant = id.Tenant.ID
 	}
-	gpus := guard.AllocatableGPUs(node.Status.Allocatable)
+	candidate := wire.NodeOf(node, node.Labels[guard.LabelTenantPool])
+	candidate.State = &nss.Spec
 	req := &wire.EvaluateRequest{Pod: wire.Pod{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Tenant: wire.TenantOf(id.Tenant), Policy: wire.PolicyOf(id.Policy),
-		Nodes: []wire.Node{{Name: node.Name, UID: node.UID, Pool: node.Labels[guard.LabelTenantPool], AllocatableGPUs: &gpus, State: &nss.Spec}}}
+		Nodes: []wire.Node{candidate}}
 	ev := b.opts.Evaluator.Evaluate(req)
 	switch {
 	case ev.Pod.Decision != guard.DecisionAllow:

@@ -172,8 +172,7 @@ func candidates(ctx context.Context, r client.Reader, bound string) ([]wire.Node
 	out := make([]wire.Node, 0, len(nodes))
 	for i := range nodes {
 		n := &nodes[i]
-		gpus := guard.AllocatableGPUs(n.Status.Allocatable)
-		c := wire.Node{Name: n.Name, UID: n.UID, Pool: n.Labels[guard.LabelTenantPool], AllocatableGPUs: &gpus}
+		c := wire.NodeOf(n, n.Labels[guard.LabelTenantPool])
 		if s := byName[n.Name]; s != nil {
 			c.State = &s.Spec
 		}

@@ -38,7 +38,7 @@ func (in *input) incompleteness(n *wire.Node, s *v1alpha1.NodeSecurityStateSpec)
 	if missing := in.missingFacts(s); len(missing) > 0 {
 		parts = append(parts, "the policy needs facts the evidence lacks: "+strings.Join(missing, ", "))
 	}
-	if gap := in.gpuGap(n.AllocatableGPUs, s.Devices); gap != "" {
+	if gap := in.gpuGap(n.AllocatableGPUs, n.AllocatableSharedGPUs, s.Devices); gap != "" {
 		parts = append(parts, gap)
 	}
 	return strings.Join(parts, ", and ")

@@ -186,7 +186,7 @@ func allowForbidden(profile guard.Profile, req *wire.EvaluateRequest, n *wire.No
 	if age := at.Sub(s.ObservedAt.Time); age > maxAge || -age > DefaultClockSkew {
 		return "the evidence is stale or from the future"
 	}
-	if why := gpusUnaccounted(spec, n.AllocatableGPUs, s.Devices); why != "" {
+	if why := gpusUnaccounted(spec, n.AllocatableGPUs, n.AllocatableSharedGPUs, s.Devices); why != "" {
 		return why
 	}
 	return contentForbidden(spec, s, at)
@@ -194,10 +194,15 @@ func allowForbidden(profile guard.Profile, req *wire.EvaluateRequest, n *wire.No
 
 // gpusUnaccounted returns why the devices do not account for the GPUs the
 // node offers, or for the policy's GPU rules, or "".
-func gpusUnaccounted(spec *v1alpha1.PlacementPolicySpec, allocatable *int64, devices []v1alpha1.GPUDevice) string {
+func gpusUnaccounted(spec *v1alpha1.PlacementPolicySpec, allocatable, shared *int64, devices []v1alpha1.GPUDevice) string {
 	var offered int64
 	if allocatable != nil {
 		offered = *allocatable
+	}
+	if shared != nil && *shared > 0 && len(devices) > 0 && !slices.ContainsFunc(devices, func(d v1alpha1.GPUDevice) bool {
+		return d.SharingMode == v1alpha1.SharingTimeSlicing || d.SharingMode == v1alpha1.SharingMPS
+	}) {
+		return "the node offers replicas of shared GPUs and the evidence shares no device"
 	}
 	sh, cc := spec.GPUSharing, spec.ConfidentialComputing
 	gpuRules := (sh != nil && (len(sh.AllowedModes) > 0 || len(sh.ForbiddenModes) > 0)) || (cc != nil && cc.GPUCCMode != "")
@@ -348,6 +353,7 @@ func generate(c *chooser) *wire.EvaluateRequest {
 			// devices, doubled by checkLargeMatchesAlone.
 			AllocatableGPUs: pick(c, nil, ptrTo[int64](0), ptrTo[int64](1), ptrTo[int64](2), ptrTo[int64](3),
 				ptrTo[int64](4), ptrTo[int64](6), ptrTo[int64](7), ptrTo[int64](12), ptrTo[int64](-1)),
+			AllocatableSharedGPUs: pick(c, nil, nil, ptrTo[int64](0), ptrTo[int64](1), ptrTo[int64](2), ptrTo[int64](-1)),
 		})
 	}
 	return req

@@ -17,12 +17,19 @@ import (
 // a node whose device plugin has not registered yet hands out no GPU while
 // its evidence already describes the hardware, and the lab's mock evidence
 // on kind nodes, which have no GPUs to allocate, relies on it.
-func (in *input) gpuGap(allocatable *int64, devices []v1alpha1.GPUDevice) string {
+//
+// Replicas of shared GPUs (shared, nil when none) mean shared, whatever
+// the evidence says: evidence that describes every device as unshared
+// does not account for them.
+func (in *input) gpuGap(allocatable, shared *int64, devices []v1alpha1.GPUDevice) string {
 	offered := int64(0)
 	if allocatable != nil {
 		offered = *allocatable
 	}
 	switch {
+	case shared != nil && *shared > 0 && len(devices) > 0 && !anyReplicated(devices):
+		return "the node offers " + strconv.FormatInt(*shared, 10) +
+			" replica(s) of shared GPUs to pods (allocatableSharedGPUs, such as nvidia.com/gpu.shared) but the evidence describes no device as time-sliced or MPS-shared"
 	case len(devices) == 0 && offered > 0:
 		return "the node offers " + strconv.FormatInt(offered, 10) +
 			" GPU(s) to pods (allocatableGPUs) but the evidence lists no GPU device"
@@ -54,6 +61,18 @@ func replicated(devices []v1alpha1.GPUDevice) bool {
 		}
 	}
 	return true
+}
+
+// anyReplicated reports whether some device is time-sliced or shared by
+// MPS, so that the device plugin may advertise replicas of it.
+func anyReplicated(devices []v1alpha1.GPUDevice) bool {
+	for i := range devices {
+		switch devices[i].SliceSharing() {
+		case v1alpha1.SharingTimeSlicing, v1alpha1.SharingMPS:
+			return true
+		}
+	}
+	return false
 }
 
 // countGap explains why offering n GPUs does not agree with the devices.

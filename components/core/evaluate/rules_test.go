@@ -499,6 +499,21 @@ func gpuCountRulesCases() []ruleCase {
 		req:  withAllocatable(1),
 		want: indeterminate(guard.ReasonEvidenceIncomplete),
 	}, {
+		name: "replicas of shared GPUs on evidence of exclusive devices",
+		req: both(withAllocatable(2), func(r *wire.EvaluateRequest) {
+			shared := int64(2)
+			r.Nodes[0].AllocatableSharedGPUs = &shared
+		}),
+		want:        indeterminate(guard.ReasonEvidenceIncomplete),
+		wantMessage: "the node offers 2 replica(s) of shared GPUs to pods (allocatableSharedGPUs, such as nvidia.com/gpu.shared) but the evidence describes no device as time-sliced or MPS-shared",
+	}, {
+		name: "replicas of shared GPUs on evidence of time-sliced devices",
+		req: both(mode(v1alpha1.SharingTimeSlicing), anySharing, withAllocatable(8), func(r *wire.EvaluateRequest) {
+			shared := int64(8)
+			r.Nodes[0].AllocatableSharedGPUs = &shared
+		}),
+		want: allow(),
+	}, {
 		name: "time-sliced replicas, a multiple of the devices",
 		req:  both(mode(v1alpha1.SharingTimeSlicing), anySharing, withAllocatable(8)),
 		want: allow(),

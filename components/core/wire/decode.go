@@ -251,6 +251,10 @@ func validateNode(n *Node, nodes *field.Path, i int) field.ErrorList {
 		errs = append(errs, field.Invalid(nodes.Index(i).Child("allocatableGPUs"), *n.AllocatableGPUs,
 			"must not be negative: the count of the node's allocatable GPU resources, or left out when unknown"))
 	}
+	if s := n.AllocatableSharedGPUs; s != nil && (*s < 0 || n.AllocatableGPUs == nil || *s > *n.AllocatableGPUs) {
+		errs = append(errs, field.Invalid(nodes.Index(i).Child("allocatableSharedGPUs"), *s,
+			"must be between 0 and allocatableGPUs: the replicas of shared GPUs among the node's allocatable GPU resources"))
+	}
 	if n.State != nil && len(v1alpha1.ValidateNodeSecurityStateSpec(n.State, statePath)) > 0 {
 		errs = append(errs, v1alpha1.ValidateNodeSecurityStateSpec(n.State, nodes.Index(i).Child("state"))...)
 	}

@@ -336,3 +336,17 @@ func TestRequestErrorIsShort(t *testing.T) {
 		t.Errorf("Response() = %+v", resp)
 	}
 }
+
+func TestDecodeRefusesSharedGPUsBeyondTheGPUs(t *testing.T) {
+	for name, body := range map[string]string{
+		"more replicas than GPUs": `{"pod":{"namespace":"ns"},"nodes":[{"name":"n","allocatableGPUs":1,"allocatableSharedGPUs":2}]}`,
+		"replicas of no GPUs":     `{"pod":{"namespace":"ns"},"nodes":[{"name":"n","allocatableSharedGPUs":1}]}`,
+		"negative replicas":       `{"pod":{"namespace":"ns"},"nodes":[{"name":"n","allocatableGPUs":1,"allocatableSharedGPUs":-1}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := DecodeEvaluateRequest([]byte(body), Limits{}); err == nil || !strings.Contains(err.Error(), "allocatableSharedGPUs") {
+				t.Errorf("DecodeEvaluateRequest() error = %v, want one naming allocatableSharedGPUs", err)
+			}
+		})
+	}
+}

@@ -88,6 +88,13 @@ type Node struct {
 	// evaluator checks it against the devices in the evidence; nil when
 	// the caller does not know, which skips that check.
 	AllocatableGPUs *int64 `json:"allocatableGPUs,omitempty"`
+	// AllocatableSharedGPUs is how many of those are replicas of a shared
+	// GPU or slice: the sum of its status.allocatable of replica resources
+	// (guard.AllocatableSharedGPUs, e.g. nvidia.com/gpu.shared). A replica
+	// means shared, whatever the evidence says: evidence that describes
+	// no device as time-sliced or MPS-shared does not account for them.
+	// Nil or 0 when there are none.
+	AllocatableSharedGPUs *int64 `json:"allocatableSharedGPUs,omitempty"`
 	// State is the spec of the node's NodeSecurityState; nil when the node
 	// has none (EVIDENCE_MISSING).
 	State *v1alpha1.NodeSecurityStateSpec `json:"state,omitempty"`

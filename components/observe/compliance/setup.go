@@ -50,7 +50,7 @@ var nodeInputChanged = predicate.Funcs{UpdateFunc: func(e crevent.UpdateEvent) b
 		return true
 	}
 	return !maps.Equal(before.Labels, after.Labels) || before.UID != after.UID ||
-		guard.AllocatableGPUs(before.Status.Allocatable) != guard.AllocatableGPUs(after.Status.Allocatable)
+		!guard.SameGPUOffer(before.Status.Allocatable, after.Status.Allocatable)
 }}
 
 // allNodes returns a request for every node.

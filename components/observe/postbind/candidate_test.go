@@ -33,12 +33,14 @@ func TestCandidateCountsAllocatableGPUs(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
 		gpuNode("mixed", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"),
 			"nvidia.com/gpu": resource.MustParse("1"), "nvidia.com/mig-1g.10gb": resource.MustParse("7")}),
+		gpuNode("replicas", corev1.ResourceList{"nvidia.com/gpu.shared": resource.MustParse("8"), "nvidia.com/GH100_H100_SXM5_80GB": resource.MustParse("1")}),
 		gpuNode("cpu-only", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32")}),
 	).Build()
 	count := func(n int64) *int64 { return &n }
 	for name, want := range map[string]wire.Node{
-		"mixed":    {Name: "mixed", UID: "uid-mixed", Pool: "acme", AllocatableGPUs: count(8)},
-		"cpu-only": {Name: "cpu-only", UID: "uid-cpu-only", Pool: "acme", AllocatableGPUs: count(0)},
+		"mixed":    {Name: "mixed", UID: "uid-mixed", Pool: "acme", AllocatableGPUs: count(8), AllocatableSharedGPUs: count(0)},
+		"replicas": {Name: "replicas", UID: "uid-replicas", Pool: "acme", AllocatableGPUs: count(9), AllocatableSharedGPUs: count(8)},
+		"cpu-only": {Name: "cpu-only", UID: "uid-cpu-only", Pool: "acme", AllocatableGPUs: count(0), AllocatableSharedGPUs: count(0)},
 		"gone":     {Name: "gone"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -65,6 +67,7 @@ func TestGPUOfferChanged(t *testing.T) {
 			after: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("1Gi")}},
 		{name: "device plugin registered", after: four, want: true},
 		{name: "replicas added", before: four, after: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("16")}, want: true},
+		{name: "the same count renamed as replicas of shared GPUs", before: four, after: corev1.ResourceList{"nvidia.com/gpu.shared": resource.MustParse("4")}, want: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -133,9 +133,7 @@ func Candidate(ctx context.Context, c client.Reader, name string) (wire.Node, er
 	out := wire.Node{Name: name}
 	node := &corev1.Node{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err == nil {
-		out.UID, out.Pool = node.UID, node.Labels[guard.LabelTenantPool]
-		gpus := guard.AllocatableGPUs(node.Status.Allocatable)
-		out.AllocatableGPUs = &gpus
+		out = wire.NodeOf(node, node.Labels[guard.LabelTenantPool])
 	} else if !apierrors.IsNotFound(err) {
 		return out, fmt.Errorf("reading node %s: %w", name, err)
 	}

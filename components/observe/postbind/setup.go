@@ -66,7 +66,7 @@ var gpuOfferChanged = predicate.Funcs{UpdateFunc: func(e crevent.UpdateEvent) bo
 	before, okBefore := e.ObjectOld.(*corev1.Node)
 	after, okAfter := e.ObjectNew.(*corev1.Node)
 	return okBefore && okAfter &&
-		guard.AllocatableGPUs(before.Status.Allocatable) != guard.AllocatableGPUs(after.Status.Allocatable)
+		!guard.SameGPUOffer(before.Status.Allocatable, after.Status.Allocatable)
 }}
 
 // podsOnNode maps an object named after a node to the pods bound to it.

@@ -113,7 +113,7 @@ var nodeChanged = predicate.Funcs{UpdateFunc: func(e crevent.UpdateEvent) bool {
 		return true
 	}
 	return before.Labels[guard.LabelTenantPool] != after.Labels[guard.LabelTenantPool] || before.UID != after.UID ||
-		guard.AllocatableGPUs(before.Status.Allocatable) != guard.AllocatableGPUs(after.Status.Allocatable)
+		!guard.SameGPUOffer(before.Status.Allocatable, after.Status.Allocatable)
 }}
 
 // all maps any event to a request for every object of the list's kind.

@@ -40,7 +40,7 @@ func (pl *Enforcement) snapshot(id *identity, nodes []fwk.NodeInfo) (candidates 
 			if s := pl.caches.state(n.Name); s != nil {
 				c.State, version = &s.Spec, s.ResourceVersion
 			}
-			k.add(n.Name, string(n.UID), strconv.FormatInt(*c.AllocatableGPUs, 10), version)
+			k.add(n.Name, string(n.UID), strconv.FormatInt(*c.AllocatableGPUs, 10), strconv.FormatInt(*c.AllocatableSharedGPUs, 10), version)
 			candidates = append(candidates, c)
 		case "":
 			if first == nil {
@@ -60,8 +60,7 @@ func (pl *Enforcement) snapshot(id *identity, nodes []fwk.NodeInfo) (candidates 
 // evidence: with the GPUs it offers pods, which the evaluator checks
 // against the devices in the evidence.
 func candidate(n *corev1.Node, pool string) wire.Node {
-	gpus := guard.AllocatableGPUs(n.Status.Allocatable)
-	return wire.Node{Name: n.Name, UID: n.UID, Pool: pool, AllocatableGPUs: &gpus}
+	return wire.NodeOf(n, pool)
 }
 
 // ask returns the evaluator's answer about the snapshot, reusing a recent

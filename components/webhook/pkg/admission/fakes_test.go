@@ -12,6 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,16 +32,18 @@ const (
 	imageDigest = "sha256:1b8a7c0f3e6d2a9b4c5f8e1d7a3b6c9f0e2d5a8b1c4f7e0d3a6b9c2f5e8d1a4b"
 	// unlabelledNS is listed by acme's binding but lacks the tenant
 	// label; its pod p is privileged.
-	unlabelledNS = "acme-unlabelled"
-	plainNS      = "web"
-	poolNode     = "gpu-1"
-	plainNode    = "cpu-1"
-	scheduler    = "system:serviceaccount:xila-guard-system:xila-guard-scheduler"
-	volcano      = "system:serviceaccount:volcano-system:volcano-scheduler"
-	reporter     = "system:serviceaccount:kai-system:kai-scheduler"
-	sharedGPU    = "gpu-shared"
-	betaNode     = "gpu-beta"
-	infraSA      = "system:serviceaccount:gpu-operator:device-plugin"
+	unlabelledNS    = "acme-unlabelled"
+	plainNS         = "web"
+	poolNode        = "gpu-1"
+	plainNode       = "cpu-1"
+	scheduler       = "system:serviceaccount:xila-guard-system:xila-guard-scheduler"
+	volcano         = "system:serviceaccount:volcano-system:volcano-scheduler"
+	reporter        = "system:serviceaccount:kai-system:kai-scheduler"
+	sharedGPU       = "gpu-shared"
+	betaNode        = "gpu-beta"
+	infraSA         = "system:serviceaccount:gpu-operator:device-plugin"
+	replicaNode     = "gpu-replica"
+	passthroughNode = "gpu-passthrough"
 )
 
 // fakeCluster is a cluster with one tenant namespace and one pool node.
@@ -84,12 +87,21 @@ func newFakeCluster() *fakeCluster {
 			sharedGPU: {ObjectMeta: metav1.ObjectMeta{Name: sharedGPU, UID: "uid-" + sharedGPU, Labels: map[string]string{pool: "acme"}}},
 			betaNode:  {ObjectMeta: metav1.ObjectMeta{Name: betaNode, UID: "uid-" + betaNode, Labels: map[string]string{pool: "beta"}}},
 			plainNode: {ObjectMeta: metav1.ObjectMeta{Name: plainNode}},
+			// Nodes whose one exclusive GPU of evidence does not account for
+			// what they offer: a replica of a shared GPU, and two GPUs by
+			// a KubeVirt passthrough name.
+			replicaNode: {ObjectMeta: metav1.ObjectMeta{Name: replicaNode, UID: "uid-" + replicaNode, Labels: map[string]string{pool: "acme"}},
+				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu.shared": resource.MustParse("1")}}},
+			passthroughNode: {ObjectMeta: metav1.ObjectMeta{Name: passthroughNode, UID: "uid-" + passthroughNode, Labels: map[string]string{pool: "acme"}},
+				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/GH100_H100_SXM5_80GB": resource.MustParse("2")}}},
 		},
 		podsOn: map[string][]string{poolNode: {tenantNS + "/train-0"}},
 		states: map[string]*v1alpha1.NodeSecurityStateSpec{
-			poolNode:  attested(poolNode, v1alpha1.SharingExclusive),
-			sharedGPU: attested(sharedGPU, v1alpha1.SharingTimeSlicing),
-			betaNode:  attested(betaNode, v1alpha1.SharingExclusive),
+			poolNode:        attested(poolNode, v1alpha1.SharingExclusive),
+			sharedGPU:       attested(sharedGPU, v1alpha1.SharingTimeSlicing),
+			betaNode:        attested(betaNode, v1alpha1.SharingExclusive),
+			replicaNode:     attested(replicaNode, v1alpha1.SharingExclusive),
+			passthroughNode: attested(passthroughNode, v1alpha1.SharingExclusive),
 		},
 		pods: map[string]*corev1.Pod{
 			"gpu-operator/p": makePod("gpu-operator").sa("device-plugin").daemonSet().obj(),

@@ -42,6 +42,8 @@ func TestBindingRules(t *testing.T) {
 		{name: "controlled scheduler binds a protected pod to a time-sliced node", user: scheduler, ns: tenantNS, node: sharedGPU, want: guard.ReasonTimeSlicingForbidden},
 		{name: "external binder binds a protected pod to another tenant's node", user: volcano, ns: tenantNS, node: betaNode, want: guard.ReasonTenantMismatch},
 		{name: "external binder binds a protected pod to a general node under confinement Pool", user: volcano, ns: tenantNS, node: plainNode, want: guard.ReasonOutsidePool},
+		{name: "external binder binds a protected pod to a node offering a replica of a shared GPU its evidence calls exclusive", user: volcano, ns: tenantNS, node: replicaNode, want: guard.ReasonEvidenceIncomplete},
+		{name: "external binder binds a protected pod to a node offering GPUs by a passthrough name its evidence does not count", user: volcano, ns: tenantNS, node: passthroughNode, want: guard.ReasonEvidenceIncomplete},
 		{name: "external binder binds a protected pod to an unknown node", user: volcano, ns: tenantNS, node: "ghost", want: guard.ReasonNodeUnknown},
 		{name: "external binder binds a pod of no tenant to a pool node", user: volcano, ns: plainNS, node: poolNode, want: guard.ReasonBindingNotAllowed},
 		{name: "external binder binds an infrastructure DaemonSet pod to a pool node", user: volcano, ns: "gpu-operator", node: poolNode},

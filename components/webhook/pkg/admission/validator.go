@@ -311,8 +311,7 @@ func (v *Validator) judgeBinding(ctx context.Context, subject, ns, name string, 
 // tenant may run on one node, on the node's current evidence. Only an
 // explicit allow admits.
 func (v *Validator) judgeOnNode(subject, ns, name string, node *corev1.Node, id Identity, rule string) outcome {
-	gpus := guard.AllocatableGPUs(node.Status.Allocatable)
-	candidate := wire.Node{Name: node.Name, UID: node.UID, Pool: node.Labels[v.cfg.PoolLabel], AllocatableGPUs: &gpus}
+	candidate := wire.NodeOf(node, node.Labels[v.cfg.PoolLabel])
 	if st, ok := v.cfg.Cluster.State(node.Name); ok {
 		candidate.State = st
 	}

@@ -233,11 +233,20 @@ func testBindings(t *testing.T) {
 	beta := poolNodeWith(t, "gpu-beta", "beta", v1alpha1.SharingExclusive)
 	forged := poolNodeWith(t, "gpu-forged", "acme", v1alpha1.SharingExclusive)
 	setState(t, forged, "uid-of-another-node", v1alpha1.SharingExclusive)
+	// Nodes whose one exclusive GPU of evidence does not account for what
+	// they offer: a replica of a shared GPU (the device plugin's name for
+	// time-sliced or MPS replicas), and GPUs by a KubeVirt passthrough name.
+	replica := poolNodeWith(t, "gpu-replica", "acme", v1alpha1.SharingExclusive)
+	offer(t, replica, "nvidia.com/gpu.shared", "1")
+	passthrough := poolNodeWith(t, "gpu-passthrough", "acme", v1alpha1.SharingExclusive)
+	offer(t, passthrough, "nvidia.com/GH100_H100_SXM5_80GB", "2")
 	for _, tc := range []struct{ name, node, want string }{
 		{"to a time-sliced node of its pool", shared, string(guard.ReasonTimeSlicingForbidden)},
 		{"to another tenant's pool node", beta, string(guard.ReasonTenantMismatch)},
 		{"to a general node under confinement Pool", plainNode, string(guard.ReasonOutsidePool)},
 		{"to a node whose evidence names another node", forged, string(guard.ReasonEvidenceNodeMismatch)},
+		{"to a node offering a replica of a shared GPU its evidence calls exclusive", replica, string(guard.ReasonEvidenceIncomplete)},
+		{"to a node offering GPUs by a passthrough name its evidence does not count", passthrough, string(guard.ReasonEvidenceIncomplete)},
 	} {
 		name := mk(tenantNS)
 		var err error
@@ -263,6 +272,16 @@ func poolNodeWith(t *testing.T, name, pool string, mode v1alpha1.GPUSharingMode)
 	}
 	setState(t, name, created.UID, mode)
 	return name
+}
+
+// offer makes a node offer count of an extended resource, as a device
+// plugin's registration would.
+func offer(t *testing.T, node, resource, count string) {
+	t.Helper()
+	patch := []byte(`{"status":{"capacity":{"` + resource + `":"` + count + `"},"allocatable":{"` + resource + `":"` + count + `"}}}`)
+	if _, err := kube.CoreV1().Nodes().Patch(t.Context(), node, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // testNodePoolLock binds a tenant pod to a fresh pool node, then tries to
