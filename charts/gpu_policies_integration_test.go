@@ -228,6 +228,19 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the GPU policies do not take effect: %v", err)
 	}
+	// The informer may add the usage-label policy later than the first.
+	usageProbe := gpuAttempt{who: admin, gvr: gvrCM, ns: "team-web",
+		obj: with(configMap(map[string]any{usageLabel: "probe"}), "metadata", map[string]any{"name": "usage-probe", "namespace": "team-web", "labels": map[string]any{usageLabel: "probe"}})}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := usageProbe.run(ctx, t)
+		if err == nil {
+			_ = env.Client.Delete(ctx, &unstructured.Unstructured{Object: usageProbe.obj})
+		}
+		return err != nil && strings.Contains(err.Error(), "USAGE_LABEL_RESERVED"), nil
+	})
+	if err != nil {
+		t.Fatalf("the usage-label policy does not take effect: %v", err)
+	}
 
 	protectedClass := class("h100", classSpecOld, []any{classFinalizer}, false)
 	for _, a := range []gpuAttempt{
@@ -237,6 +250,10 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 		{name: "tenant VMI with a host device", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withHost), want: "GPU_DEVICE_REQUIRED"},
 		{name: "tenant VMI with a DRA claim", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withDRA), want: "GPU_DEVICE_REQUIRED"},
 		{name: "tenant VMI with a GPU resource", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withRes), want: "GPU_DEVICE_REQUIRED"},
+		{name: "tenant VMI limiting nvidia.com/gpu, which no class sells", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
+			obj: vmi(nil, vmiSpec(nil, map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}}, nil)), want: "GPU_DEVICE_REQUIRED"},
+		{name: "tenant VMI requesting another vendor's GPU", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
+			obj: vmi(nil, vmiSpec(nil, map[string]any{"requests": map[string]any{"amd.com/gpu": "1"}}, nil)), want: "GPU_DEVICE_REQUIRED"},
 		{name: "KubeVirt's controller writes the VMI of an unlabelled VM", who: kubevirtCtrl, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withGPU), want: "GPU_DEVICE_REQUIRED"},
 		{name: "a cluster admin's VMI", who: admin, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withGPU), want: "GPU_DEVICE_REQUIRED"},
 		{name: "a VMI without GPUs", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withCPU)},
@@ -260,6 +277,8 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 		{name: "tenant labels a ConfigMap as a usage record", who: tenantAlice, gvr: gvrCM, ns: gpuTenantNS, obj: configMap(map[string]any{usageLabel: "acme.h100-a"}), want: "USAGE_LABEL_RESERVED"},
 		{name: "an admin does the same in a tenant namespace", who: admin, gvr: gvrCM, ns: gpuTenantNS, obj: configMap(map[string]any{usageLabel: "acme.h100-a"}), want: "USAGE_LABEL_RESERVED"},
 		{name: "the key on a VMI", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(map[string]any{usageLabel: "x", deviceLabel: "h100-a"}, withGPU), want: "USAGE_LABEL_RESERVED"},
+		{name: "a usage record forged in a namespace of no tenant", who: admin, gvr: gvrCM, ns: "team-web",
+			obj: with(configMap(map[string]any{usageLabel: "acme.h100-a"}), "metadata", map[string]any{"name": "forged-usage", "namespace": "team-web", "labels": map[string]any{usageLabel: "acme.h100-a"}}), want: "USAGE_LABEL_RESERVED"},
 		{name: "the GPU controller's record in the platform namespace", who: admin, gvr: gvrCM, ns: releaseNS, obj: with(configMap(map[string]any{usageLabel: "acme.h100-a"}), "metadata", map[string]any{"name": "gpu-usage-acme-h100-a", "namespace": releaseNS, "labels": map[string]any{usageLabel: "acme.h100-a"}})},
 		{name: "a record kept as it is", who: tenantAlice, gvr: gvrCM, ns: gpuTenantNS, before: configMap(nil), obj: configMap(map[string]any{"x": "y"})},
 

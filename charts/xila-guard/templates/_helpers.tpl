@@ -212,6 +212,14 @@ paramRef:
   parameterNotFoundAction: Deny
 {{- end }}
 
+{{/* A CEL expression, true when the resource named by the variable (e.g.
+     "k") is a GPU resource: one the settings ConfigMap names
+     (variables.names), or any resource of a GPU vendor's domain but
+     Intel's capacities, as guard.IsGPUResource counts them. */}}
+{{- define "xila-guard.gpu.isResource" -}}
+({{ . }} in variables.names || {{ . }}.startsWith('nvidia.com/') || {{ . }}.startsWith('amd.com/') || ({{ . }}.startsWith('gpu.intel.com/') && !({{ . }} in ['gpu.intel.com/millicores', 'gpu.intel.com/memory.max', 'gpu.intel.com/tiles'])))
+{{- end }}
+
 {{/* The GPU resource names of the settings ConfigMap, as variables.names. */}}
 {{- define "xila-guard.gpu.resourceNames" -}}
 - name: names
@@ -226,7 +234,7 @@ the CEL of the spec's domain and of its resource claims. */}}
 - name: hostDevices
   expression: {{ printf "%s.?devices.?hostDevices.orValue([])" .domain | quote }}
 - name: resources
-  expression: {{ printf "%[1]s.?resources.?requests.orValue({}).filter(k, k in variables.names) + %[1]s.?resources.?limits.orValue({}).filter(k, k in variables.names)" .domain | quote }}
+  expression: {{ printf "%[1]s.?resources.?requests.orValue({}).filter(k, %[2]s) + %[1]s.?resources.?limits.orValue({}).filter(k, %[2]s)" .domain (include "xila-guard.gpu.isResource" "k") | quote }}
 - name: carried
   expression: {{ printf "variables.gpus.size() > 0 ? 'gpus ' + variables.gpus.map(d, d.name).join(',') : variables.hostDevices.size() > 0 ? 'hostDevices ' + variables.hostDevices.map(d, d.name).join(',') : %[1]s.size() > 0 ? 'resourceClaims ' + %[1]s.map(c, c.name).join(',') : variables.resources.size() > 0 ? 'resource ' + variables.resources[0] : ''" .claims | quote }}
 {{- end }}
