@@ -4,6 +4,7 @@ package charts
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,9 +214,28 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 	ensureNamespace(t, "team-web", nil)
 	cm := &unstructured.Unstructured{Object: runtimeCopy(settings)}
 	recreate(t, cm)
+	// Two devices of the class in the tenant's namespace, as the GPU
+	// controller judged them: one free, one another VMI holds.
+	for _, d := range []struct{ name, holder string }{{"h100-free", ""}, {"h100-held", "vm-other"}} {
+		u := &unstructured.Unstructured{Object: device(d.name, nil)}
+		u.SetNamespace(gpuTenantNS)
+		recreate(t, u)
+		status := map[string]any{"phase": "Available", "resourceName": gpuResource}
+		if d.holder != "" {
+			status["phase"] = "Held"
+			status["heldBy"] = map[string]any{"name": d.holder, "uid": "uid-" + d.holder, "since": "2026-12-01T00:00:00Z"}
+		}
+		patch, err := json.Marshal(map[string]any{"status": status})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatalf("writing the status of device %s: %v", d.name, err)
+		}
+	}
 	names := applyGPUPolicies(t)
-	if len(names) != 9 {
-		t.Fatalf("the chart rendered the GPU policies %v, want 9", names)
+	if len(names) != 10 {
+		t.Fatalf("the chart rendered the GPU policies %v, want 10", names)
 	}
 
 	// The policies take effect once the API server's policy informer has
@@ -250,6 +270,13 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 		{name: "tenant VMI with a host device", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withHost), want: "GPU_DEVICE_REQUIRED"},
 		{name: "tenant VMI with a DRA claim", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withDRA), want: "GPU_DEVICE_REQUIRED"},
 		{name: "tenant VMI with a GPU resource", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withRes), want: "GPU_DEVICE_REQUIRED"},
+		{name: "tenant VMI naming a device another VMI holds", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
+			obj: vmi(map[string]any{deviceLabel: "h100-held"}, withGPU), want: "GPU_DEVICE_HELD"},
+		{name: "KubeVirt's controller writes a VMI naming a device another VMI holds", who: kubevirtCtrl, gvr: gvrVMI, ns: gpuTenantNS,
+			obj: vmi(map[string]any{deviceLabel: "h100-held"}, withGPU), want: "GPU_DEVICE_HELD"},
+		{name: "tenant VMI naming a free device of its class", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(map[string]any{deviceLabel: "h100-free"}, withGPU)},
+		{name: "tenant VMI asking a device for another GPU than its class offers", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
+			obj: vmi(map[string]any{deviceLabel: "h100-free"}, vmiSpec(nil, map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}}, nil)), want: "GPU_DEVICE_CLASS_MISMATCH"},
 		{name: "tenant VMI limiting nvidia.com/gpu, which no class sells", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
 			obj: vmi(nil, vmiSpec(nil, map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}}, nil)), want: "GPU_DEVICE_REQUIRED"},
 		{name: "tenant VMI requesting another vendor's GPU", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,

@@ -158,6 +158,18 @@ func with(m map[string]any, key string, value any) map[string]any {
 	return out
 }
 
+// judgedDevice is a GPUDevice of the class selling gpuResource as the GPU
+// controller judged it, held by the VMI holder ("" for none).
+func judgedDevice(name, holder string) map[string]any {
+	d := device(name, nil)
+	status := map[string]any{"phase": "Available", "resourceName": gpuResource}
+	if holder != "" {
+		status["phase"] = "Held"
+		status["heldBy"] = map[string]any{"name": holder, "uid": "uid-" + holder, "since": "2026-12-01T00:00:00Z"}
+	}
+	return with(d, "status", status)
+}
+
 func configMap(labels map[string]any) map[string]any {
 	return kobj("v1", "ConfigMap", meta("cm", labels), nil)
 }
@@ -183,6 +195,14 @@ var gpuPolicyCases = []struct {
 	{"xila-guard-gpu-usage-label", "a subresource write adds it", request{op: admission.Update, gvr: gvrPod, subresource: "status", old: pod("p", nil, []any{container(nil)}, nil), object: kobj("v1", "Pod", meta("p", map[string]any{usageLabel: "x"}), map[string]any{"containers": []any{container(nil)}}), user: "system:node:n1"}, "USAGE_LABEL_RESERVED"},
 
 	// 1. VMs, replica sets, pools and instance types carry a GPU only with the device label.
+	// 1b. The device a VMI names is its own.
+	{"xila-guard-gpu-device-holder", "the device another VMI holds", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withGPU), params: judgedDevice("h100-a", "vm-other"), user: gpuTenant}, "GPU_DEVICE_HELD"},
+	{"xila-guard-gpu-device-holder", "the device it holds itself", request{op: admission.Update, gvr: gvrVMI, old: vmi(labelled, withGPU), object: vmi(labelled, withGPU), params: judgedDevice("h100-a", "vm1"), user: kubevirtController}, ""},
+	{"xila-guard-gpu-device-holder", "a free device of its class", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withGPU), params: judgedDevice("h100-a", ""), user: gpuTenant}, ""},
+	{"xila-guard-gpu-device-holder", "another device of the namespace", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withGPU), params: judgedDevice("h100-b", "vm-other"), user: gpuTenant}, ""},
+	{"xila-guard-gpu-device-holder", "another GPU than its class offers", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, vmiSpec(nil, map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}}, nil)), params: judgedDevice("h100-a", ""), user: gpuTenant}, "GPU_DEVICE_CLASS_MISMATCH"},
+	{"xila-guard-gpu-device-holder", "a host device other than its class offers", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withHost), params: judgedDevice("h100-a", ""), user: gpuTenant}, "GPU_DEVICE_CLASS_MISMATCH"},
+	{"xila-guard-gpu-device-holder", "a device the controller has not judged yet", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withGPU), params: device("h100-a", nil), user: gpuTenant}, ""},
 	{"xila-guard-gpu-vmi-devices", "gpus without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withGPU), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
 	{"xila-guard-gpu-vmi-devices", "gpus with the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withGPU), params: settings, user: gpuTenant}, ""},
 	{"xila-guard-gpu-vmi-devices", "an empty label", request{op: admission.Create, gvr: gvrVMI, object: vmi(map[string]any{deviceLabel: ""}, withGPU), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},

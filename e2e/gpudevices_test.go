@@ -85,6 +85,20 @@ func TestGPUDevices(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("a second VMI naming the held device is refused at admission", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			ns := ctx.Value(gpuTenantKey{}).(string)
+			tenant := impersonated(t, cfg, gpuTenantBob, nil)
+			var err error
+			// The API server's parameter informer learns the holder within moments.
+			_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				_, err = tenant.Resource(gvrVMI).Namespace(ns).Create(ctx, labVMI(ns, "vm2", gpuDevice), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				return err != nil, nil
+			})
+			if err == nil || !strings.Contains(err.Error(), "GPU_DEVICE_HELD: ") {
+				t.Errorf("a second VMI naming device %s, which vm1 holds: %v, want GPU_DEVICE_HELD", gpuDevice, err)
+			}
+			return ctx
+		}).
 		Assess("a VMI that names the GPU directly is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			ns := ctx.Value(gpuTenantKey{}).(string)
 			_, err := impersonated(t, cfg, gpuTenantBob, nil).Resource(gvrVMI).Namespace(ns).Create(ctx, labVMI(ns, "vm-direct", ""), metav1.CreateOptions{})

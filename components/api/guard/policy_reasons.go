@@ -51,6 +51,11 @@ const (
 	// ReasonGPUClassDeleting: a GPUDevice orders from a class being
 	// deleted.
 	ReasonGPUClassDeleting Reason = "GPU_CLASS_DELETING"
+	// ReasonGPUDeviceHeld: a VMI names a GPUDevice another VMI holds.
+	ReasonGPUDeviceHeld Reason = "GPU_DEVICE_HELD"
+	// ReasonGPUDeviceClassMismatch: a VMI asks, through a GPUDevice, for a
+	// GPU other than the one the device's class offers.
+	ReasonGPUDeviceClassMismatch Reason = "GPU_DEVICE_CLASS_MISMATCH"
 )
 
 // PolicyReasons lists the codes only the chart's admission policies give,
@@ -59,5 +64,5 @@ var PolicyReasons = []Reason{
 	ReasonPoolAdminOnly, ReasonPoolTaintMissing, ReasonEvidenceLabelNotAllowed, ReasonComplianceLabelNotAllowed,
 	ReasonAttestedEvidenceNotAllowed, ReasonReservedNamespace, ReasonServiceAddressNotAllowed, ReasonPodIPChanged,
 	ReasonGPUDeviceRequired, ReasonGPUResourceForbidden, ReasonUsageLabelReserved, ReasonDeviceFieldPlatformOnly,
-	ReasonGPUClassOfferImmutable, ReasonGPUClassDeleting,
+	ReasonGPUClassOfferImmutable, ReasonGPUClassDeleting, ReasonGPUDeviceHeld, ReasonGPUDeviceClassMismatch,
 }
