@@ -38,19 +38,9 @@ func (p principal) guardClient(t *testing.T) client.Client {
 // NodeSecurityStates: only the policy refuses.
 func grantEvidenceWrites(t *testing.T) {
 	t.Helper()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "trust-test-evidence-writer"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"guard.xila.us"}, Resources: []string{"nodesecuritystates"}, Verbs: []string{"get", "create", "update", "patch", "delete"}}}}
-	var subjects []rbacv1.Subject
-	for _, g := range []string{"system:nodes", "system:serviceaccounts", "node-operators"} {
-		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
-	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, Subjects: subjects}
-	for _, o := range []client.Object{role, binding} {
-		if err := env.Client.Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
+	grantGroups(t, "trust-test-evidence-writer", false,
+		[]rbacv1.PolicyRule{{APIGroups: []string{"guard.xila.us"}, Resources: []string{"nodesecuritystates"}, Verbs: []string{"get", "create", "update", "patch", "delete"}}},
+		"system:nodes", "system:serviceaccounts", "node-operators")
 }
 
 func evidenceOf(name string, source v1alpha1.EvidenceSource) *v1alpha1.NodeSecurityState {

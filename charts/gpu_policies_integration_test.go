@@ -90,24 +90,11 @@ func installKubeVirtCRDs(t *testing.T) {
 // KubeVirt's and the chart's roles would: only the policies refuse.
 func grantGPUWrites(t *testing.T) {
 	t.Helper()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "gpu-test-writer"},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{"", "kubevirt.io", "pool.kubevirt.io", "instancetype.kubevirt.io", "gpu.guard.xila.us"},
-			Resources: []string{"pods", "configmaps", "virtualmachineinstances", "virtualmachines", "virtualmachineinstancereplicasets", "virtualmachinepools", "virtualmachineinstancetypes", "gpudevices", "gpuclasses"},
-			Verbs:     []string{"get", "list", "create", "update", "patch", "delete"},
-		}}}
-	var subjects []rbacv1.Subject
-	for _, g := range []string{"system:authenticated"} {
-		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
-	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "gpu-test-writer"},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, Subjects: subjects}
-	for _, o := range []client.Object{role, binding} {
-		if err := env.Client.Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
-	}
+	grantGroups(t, "gpu-test-writer", true, []rbacv1.PolicyRule{{
+		APIGroups: []string{"", "kubevirt.io", "pool.kubevirt.io", "instancetype.kubevirt.io", "gpu.guard.xila.us"},
+		Resources: []string{"pods", "configmaps", "virtualmachineinstances", "virtualmachines", "virtualmachineinstancereplicasets", "virtualmachinepools", "virtualmachineinstancetypes", "gpudevices", "gpuclasses"},
+		Verbs:     []string{"get", "list", "create", "update", "patch", "delete"},
+	}}, "system:authenticated")
 }
 
 // applyGPUPolicies creates the chart's GPU device policies and bindings

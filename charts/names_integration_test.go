@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
@@ -30,7 +29,7 @@ var (
 	acmeDev      = principal{"alice", []string{"acme-developers", "system:authenticated"}}
 	dsController = principal{"system:serviceaccount:kube-system:daemon-set-controller",
 		[]string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}
-	controllerManager = principal{"system:kube-controller-manager", []string{"system:authenticated"}}
+	controllerManager = principal{"system:kube-controller-manager", []string{"controller-managers", "system:authenticated"}}
 )
 
 // namesValues are trustValues with a trusted DaemonSet account in a
@@ -46,21 +45,10 @@ func namesValues(t *testing.T) map[string]any {
 // only the policies refuse.
 func grantNamesWrites(t *testing.T) {
 	t.Helper()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "names-test-writer"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""},
-			Resources: []string{"namespaces", "serviceaccounts", "serviceaccounts/token", "pods", "pods/status", "services"},
-			Verbs:     []string{"get", "create", "update", "patch"}}}}
-	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controllerManager.user}}
-	for _, g := range []string{"namespace-creators", "acme-developers", "system:serviceaccounts", "system:nodes"} {
-		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
-	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, Subjects: subjects}
-	for _, o := range []client.Object{role, binding} {
-		if err := env.Client.Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
+	grantGroups(t, "names-test-writer", false, []rbacv1.PolicyRule{{APIGroups: []string{""},
+		Resources: []string{"namespaces", "serviceaccounts", "serviceaccounts/token", "pods", "pods/status", "services"},
+		Verbs:     []string{"get", "create", "update", "patch"}}},
+		"namespace-creators", "acme-developers", "system:serviceaccounts", "system:nodes", "controller-managers")
 }
 
 // refusedWith checks a write's error: nil when want is "", else a refusal

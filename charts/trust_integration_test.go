@@ -132,19 +132,28 @@ func trustValues(t *testing.T) map[string]any {
 // Node authorizer lets a kubelet write its own: only the policies refuse.
 func grantNodeWrites(t *testing.T) {
 	t.Helper()
-	ctx := t.Context()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "trust-test-node-writer"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes", "nodes/status"}, Verbs: []string{"get", "create", "update", "patch"}}}}
+	grantGroups(t, "trust-test-node-writer", false,
+		[]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes", "nodes/status"}, Verbs: []string{"get", "create", "update", "patch"}}},
+		"system:nodes", "system:serviceaccounts", "node-operators")
+}
+
+// grantGroups creates, or keeps, a ClusterRole of rules bound to groups;
+// with cleanup, the test deletes both at its end.
+func grantGroups(t *testing.T, name string, cleanup bool, rules []rbacv1.PolicyRule, groups ...string) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
 	var subjects []rbacv1.Subject
-	for _, g := range []string{"system:nodes", "system:serviceaccounts", "node-operators"} {
+	for _, g := range groups {
 		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
 	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "trust-test-node-writer"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: subjects}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}, Subjects: subjects}
 	for _, o := range []client.Object{role, binding} {
-		if err := env.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := env.Client.Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
+		}
+		if cleanup {
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
 		}
 	}
 }
@@ -519,20 +528,9 @@ func TestIntegrationBlastRadius(t *testing.T) {
 // authorizer, for a kubelet) would: only the policy refuses.
 func grantPodWrites(t *testing.T) {
 	t.Helper()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "trust-test-pod-writer"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "pods/binding", "bindings"},
-			Verbs: []string{"get", "create", "update", "patch"}}}}
-	var subjects []rbacv1.Subject
-	for _, g := range []string{"system:nodes", "system:serviceaccounts", "acme-developers"} {
-		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
-	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, Subjects: subjects}
-	for _, o := range []client.Object{role, binding} {
-		if err := env.Client.Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
+	grantGroups(t, "trust-test-pod-writer", false,
+		[]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "pods/binding", "bindings"}, Verbs: []string{"get", "create", "update", "patch"}}},
+		"system:nodes", "system:serviceaccounts", "acme-developers")
 }
 
 // TestIntegrationBoundEvidence applies the chart's admission policies to a
