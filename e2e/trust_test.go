@@ -722,7 +722,13 @@ func (e *trustEnv) labelFlip(pool string) func(ctx context.Context) error {
 		}
 		p := e.l.Pod("gated", lab.WithScheduler("default-scheduler"))
 		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
-		if _, err := c.CoreV1().Pods(flipNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		var err error
+		// The namespace's default service account comes a moment later.
+		_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err = c.CoreV1().Pods(flipNS).Create(ctx, p, metav1.CreateOptions{})
+			return err == nil, nil
+		})
+		if err != nil {
 			return fmt.Errorf("creating the gated pod: %w", err)
 		}
 		label := func(v string) error {
