@@ -181,7 +181,7 @@ func TestPodRules(t *testing.T) {
 			old: makePod(tenantNS).obj(),
 			pod: makePod(tenantNS).mod(tolerate(corev1.Toleration{Key: pool, Value: "acme", Effect: corev1.TaintEffectNoSchedule})).obj()},
 		{name: "an unresolved tenant's pod may not select a pool", pod: makePod("orphaned").mod(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{pool: ""} }).obj(),
-			want: []guard.Reason{guard.ReasonForeignPool}},
+			want: []guard.Reason{guard.ReasonForeignPool, guard.ReasonTenantUnresolved}},
 		// Mirror pods in a tenant's namespace are the tenant's placement on
 		// the node whose kubelet creates them.
 		{name: "kubelet mirror pod of a tenant on its compliant pool node", user: "system:node:" + poolNode,

@@ -133,6 +133,9 @@ func (v *Validator) validatePod(ctx context.Context, req *admissionv1.AdmissionR
 			}
 		case old != nil:
 			vs = added(vs, v.protectedViolations(old, id, false, false))
+		case id.Tenant == nil && len(vs) > 0:
+			// Say why no pool is the pod's own.
+			vs = append(vs, tenantUnresolved(id))
 		}
 		if len(vs) > 0 || !create {
 			return deny(subject, vs...)
