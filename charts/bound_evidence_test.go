@@ -220,3 +220,42 @@ func anyStrings(v any) []string {
 	}
 	return out
 }
+
+// TestBoundEvidencePolicyRecordBinders: with orchestrator integrations, the
+// bindings of an enforcing integration's binder may carry the record (the
+// webhook writes it, and its judgement refuses any other than the target
+// node's evidence), and nothing else of theirs may; a report-only
+// integration's binder may not.
+func TestBoundEvidencePolicyRecordBinders(t *testing.T) {
+	p, ok := renderedPolicies(t, withTestCA(t, readValues(t, "enforcement-integrations")))[boundEvidencePolicy]
+	if !ok {
+		t.Fatalf("the chart renders no policy %s", boundEvidencePolicy)
+	}
+	volcano := principal{"system:serviceaccount:volcano-system:volcano-scheduler", []string{"system:serviceaccounts", "system:authenticated"}}
+	runai := principal{"system:serviceaccount:runai:runai-scheduler", []string{"system:serviceaccounts", "system:authenticated"}}
+	for _, v := range celVersions {
+		c := compilePolicy(t, v, p)
+		for _, tc := range []struct {
+			name string
+			who  principal
+			gvr  schema.GroupVersionResource
+			sub  string
+			obj  map[string]any
+			old  map[string]any
+			op   admission.Operation
+			want bool
+		}{
+			{"Volcano's binding carries the record", volcano, gvrPod, "binding", binding(withRecord(recordA)), nil, admission.Create, true},
+			{"Volcano's binding through the bindings resource", volcano, gvrBinding, "", binding(withRecord(recordA)), nil, admission.Create, true},
+			{"Volcano writes the record on a pod", volcano, gvrPod, "", recordedPod(withRecord(recordA), false), recordedPod(nil, false), admission.Update, false},
+			{"a report-only binder's binding carries the record", runai, gvrPod, "binding", binding(withRecord(recordA)), nil, admission.Create, false},
+			{"Volcano's name in group system:nodes", principal{volcano.user, []string{"system:nodes"}}, gvrPod, "binding", binding(withRecord(recordA)), nil, admission.Create, false},
+		} {
+			got := c.evaluate(t, request{op: tc.op, gvr: tc.gvr, subresource: tc.sub, namespace: evidenceNS,
+				object: tc.obj, old: tc.old, user: tc.who.user, groups: tc.who.groups})
+			if (got == "") != tc.want {
+				t.Errorf("%s %s: got %q, want allowed=%v", v, tc.name, got, tc.want)
+			}
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
@@ -615,6 +616,17 @@ func (e *trustEnv) attempts() []attempt {
 			}
 			if p.Spec.NodeName != e.compliant {
 				return fmt.Errorf("the pod runs on %s, want %s", p.Spec.NodeName, e.compliant)
+			}
+			// The evidence its binding was judged on is recorded, as the
+			// controlled scheduler records it, for the key broker.
+			state, err := e.l.Dyn.Resource(lab.States).Get(ctx, e.compliant, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			uid, _, _ := unstructured.NestedString(state.Object, "spec", "nodeUID")
+			inc, _, _ := unstructured.NestedString(state.Object, "spec", "incarnation")
+			if got, want := p.Annotations[guard.AnnotationBoundEvidence], guard.BoundEvidence(uid, inc); got != want {
+				return fmt.Errorf("the pod Volcano's binder placed records evidence %q, want %q", got, want)
 			}
 			return nil
 		}},

@@ -50,6 +50,19 @@ Helpers of the admission webhook, its TLS and its configurations.
 {{- toYaml $out -}}
 {{- end }}
 
+{{/* The binders whose bindings get the bound-evidence record, as a YAML
+     list: those of every enabled integration that enforces its bindings
+     (bindEnforcement Enforce). */}}
+{{- define "xila-guard.webhook.recordBinders" -}}
+{{- $out := list -}}
+{{- range (include "xila-guard.integrations" . | fromYamlArray) -}}
+{{- if ne (get . "bindEnforcement" | default "Enforce") "Report" -}}
+{{- $out = concat $out (get . "binderServiceAccounts" | default list) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml ($out | uniq) -}}
+{{- end }}
+
 {{/* "true" when the webhook runs: webhook.enabled, or an enabled integration. */}}
 {{- define "xila-guard.webhook.enabled" -}}
 {{- if or .Values.webhook.enabled (include "xila-guard.integrations" . | fromYamlArray) -}}

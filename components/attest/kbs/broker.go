@@ -274,7 +274,7 @@ func (b *Broker) judge(ctx context.Context, sess *session, who *identity, peer s
 	}
 	bound := pod.Annotations[guard.AnnotationBoundEvidence]
 	if bound == "" {
-		return pod, refuse(http.StatusForbidden, guard.ReasonBindingUnrecorded, "pod %s/%s has no %s annotation: it was not bound by the controlled scheduler", pod.Namespace, pod.Name, guard.AnnotationBoundEvidence)
+		return pod, refuse(http.StatusForbidden, guard.ReasonBindingUnrecorded, "pod %s/%s has no %s annotation: neither the controlled scheduler nor the webhook, for an integration's binder, recorded the evidence it was bound against", pod.Namespace, pod.Name, guard.AnnotationBoundEvidence)
 	}
 	nss, err := l.nss, l.nssErr
 	switch {

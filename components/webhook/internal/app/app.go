@@ -101,6 +101,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	v, err := admission.New(admission.Config{
 		Profile:                guard.Profile(o.profile),
 		ReportBinders:          o.reportBinders.values,
+		RecordBinders:          o.recordBinders.values,
 		PoolLabel:              o.poolLabel,
 		SchedulerProfiles:      o.schedulerProfiles.values,
 		TrustedServiceAccounts: o.trusted.values,
@@ -151,6 +152,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	mux.Handle(admission.NodesPath, v.NodesHandler())
 	mux.Handle(admission.MigrationsPath, v.MigrationsHandler())
 	mux.Handle(admission.TEEPath, v.TEEHandler())
+	mux.Handle(admission.RecordsPath, v.RecordsHandler())
 	p.register(mux, reg)
 
 	tlsLn, err := net.Listen("tcp", o.listen)

@@ -38,6 +38,7 @@ type options struct {
 	schedulerProfiles  profileFlag
 	binders            listFlag
 	reportBinders      listFlag
+	recordBinders      listFlag
 	profile            string
 	shutdownTimeout    time.Duration
 	shutdownDelay      time.Duration
@@ -108,6 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Var(&o.schedulerProfiles, "scheduler-profile", "<scheduler name>=<label selector>: a protected pod may name the external scheduler only when its labels match the selector (the orchestrator profile's workload selector), e.g. volcano=volcano.sh/job-name; repeatable, a pod may match any selector of its scheduler; every --external-schedulers name needs one")
 	fs.Var(&o.binders, "binder-serviceaccounts", "comma-separated service accounts allowed to bind protected pods and to bind pods to pool nodes: the controlled scheduler's and each accepted external scheduler's; setting it replaces the default, repeating it appends")
 	fs.Var(&o.reportBinders, "report-binders", "comma-separated binders (of --binder-serviceaccounts) whose bindings are only reported: a binding the node-scoped judgement would refuse is allowed and logged; repeatable")
+	fs.Var(&o.recordBinders, "record-binders", "comma-separated binders (of --binder-serviceaccounts) whose bindings get, at "+admission.RecordsPath+", the record of the evidence they are judged on ("+guard.AnnotationBoundEvidence+"), as the controlled scheduler writes it: orchestrator integrations' binders; repeatable")
 	fs.StringVar(&o.profile, "profile", string(guard.ProfileProduction), "profile of the in-process evaluator: production (never accepts mock evidence) or lab")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long to let requests in flight finish after SIGTERM")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "how long to keep serving after SIGTERM, reporting not ready, while the nodes learn that the pod left the Service; 0 stops at once")
@@ -157,6 +159,11 @@ func (o *options) validate() error {
 	for _, sa := range o.reportBinders.values {
 		if _, err := admission.ParseServiceAccount(sa); err != nil {
 			errs = append(errs, fmt.Errorf("--report-binders: %w", err))
+		}
+	}
+	for _, sa := range o.recordBinders.values {
+		if _, err := admission.ParseServiceAccount(sa); err != nil {
+			errs = append(errs, fmt.Errorf("--record-binders: %w", err))
 		}
 	}
 	if !guard.Profile(o.profile).IsValid() {

@@ -87,6 +87,12 @@ type Config struct {
 	// pods to pool nodes: the controlled scheduler's service account and
 	// those of accepted external schedulers.
 	Binders []string
+	// RecordBinders are binders (of orchestrator integrations) whose
+	// bindings get, from RecordsPath, the record of the evidence they are
+	// judged on (guard.AnnotationBoundEvidence), as the controlled
+	// scheduler writes it at PreBind: the key broker releases keys only to
+	// pods that carry it.
+	RecordBinders []string
 	// ReportBinders are binders (of integrations with bindEnforcement
 	// Report) whose bindings are allowed, and logged, when the node-scoped
 	// judgement would refuse them; the observe controller reports them.
@@ -125,7 +131,7 @@ func (c *Config) validate() error {
 			}
 		}
 	}
-	for _, u := range append(append(append([]string{}, c.TrustedServiceAccounts...), c.Binders...), c.ReportBinders...) {
+	for _, u := range append(append(append(append([]string{}, c.TrustedServiceAccounts...), c.Binders...), c.ReportBinders...), c.RecordBinders...) {
 		if _, err := ParseServiceAccount(u); err != nil {
 			errs = append(errs, err)
 		}

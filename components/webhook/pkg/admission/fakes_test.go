@@ -175,6 +175,7 @@ func newValidator(t *testing.T, c *fakeCluster, ev *fakeEvaluator) *Validator {
 		TrustedServiceAccounts: []string{"gpu-operator:device-plugin"},
 		Binders:                []string{scheduler, volcano, reporter},
 		ReportBinders:          []string{reporter},
+		RecordBinders:          []string{volcano},
 		Cluster:                c,
 		Evaluator:              ev,
 		Profile:                guard.ProfileProduction,

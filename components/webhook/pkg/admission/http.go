@@ -24,6 +24,9 @@ const (
 	PodsPath     = guard.WebhookPath
 	BindingsPath = "/validate-bindings"
 	NodesPath    = "/validate-nodes"
+	// RecordsPath is the mutating endpoint that records, on the bindings
+	// of the record binders, the evidence the binding is judged on.
+	RecordsPath = "/mutate-bindings-evidence"
 )
 
 // maxReviewBytes bounds a review body; the API server's own limit on an
@@ -38,6 +41,11 @@ func (v *Validator) PodsHandler() http.Handler {
 // BindingsHandler serves BindingsPath.
 func (v *Validator) BindingsHandler() http.Handler {
 	return v.handler(v.validateBindingRequest)
+}
+
+// RecordsHandler serves RecordsPath.
+func (v *Validator) RecordsHandler() http.Handler {
+	return v.handler(v.recordBinding)
 }
 
 // NodesHandler serves NodesPath.
@@ -71,6 +79,15 @@ func (v *Validator) handler(validate func(ctx context.Context, req *admissionv1.
 func (v *Validator) respond(w http.ResponseWriter, review *admissionv1.AdmissionReview, o outcome, start time.Time) {
 	req := review.Request
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: o.allowed()}
+	if o.allowed() && len(o.patch) > 0 {
+		body, err := json.Marshal(o.patch)
+		if err != nil {
+			http.Error(w, "xila-guard webhook: encoding the patch: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.Patch, resp.PatchType = body, &pt
+	}
 	if !o.allowed() {
 		causes := make([]metav1.StatusCause, len(o.violations))
 		for i, vi := range o.violations {

@@ -34,6 +34,7 @@ func New(cfg Config) (*Validator, error) {
 	cfg.TrustedServiceAccounts = normalise(cfg.TrustedServiceAccounts)
 	cfg.Binders = normalise(cfg.Binders)
 	cfg.ReportBinders = normalise(cfg.ReportBinders)
+	cfg.RecordBinders = normalise(cfg.RecordBinders)
 	if len(cfg.DaemonSetControllers) == 0 {
 		cfg.DaemonSetControllers = DefaultDaemonSetControllers
 	}
@@ -72,6 +73,9 @@ type outcome struct {
 	violations []violation
 	// subject names what was judged, for the message.
 	subject string
+	// patch, of an allowed outcome of a mutating endpoint, changes the
+	// object.
+	patch []jsonPatchOp
 }
 
 func (o outcome) allowed() bool { return len(o.violations) == 0 }
@@ -243,6 +247,9 @@ func (v *Validator) validateBinding(ctx context.Context, req *admissionv1.Admiss
 	target := b.Target.Name
 	user := req.UserInfo.Username
 	subject := fmt.Sprintf("binding of pod %s/%s to node %s by %s", ns, name, target, user)
+	if vi, bad := v.recordViolation(b); bad {
+		return deny(subject, vi)
+	}
 	id, err := v.cfg.Cluster.Identity(ctx, ns)
 	if err != nil {
 		return deny(subject, violation{RuleLookup, guard.ReasonLookupFailed, "metadata.namespace",

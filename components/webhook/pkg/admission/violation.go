@@ -25,6 +25,7 @@ const (
 	RulePoolNodeName   = "pool-node-name"
 	RuleBinding        = "binding"
 	RuleMirrorPod      = "protected-mirror-pod"
+	RuleRecord         = "binding-record"
 	RuleNodePool       = "node-pool-lock"
 	RuleRequest        = "request"
 	RuleLookup         = "lookup"
