@@ -4,7 +4,6 @@ package charts
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +93,6 @@ func TestIntegrationNamesAreNotTrust(t *testing.T) {
 	t.Run("trusted DaemonSet accounts", testDaemonSetTrust)
 	t.Run("a tenant label that comes and goes", testLabelFlip)
 	t.Run("service addresses", testServiceAddresses)
-	t.Run("pod addresses", testPodAddresses)
 }
 
 func testReservedNamespaces(t *testing.T) {
@@ -287,39 +285,4 @@ func testServiceAddresses(t *testing.T) {
 	_, err = nsCreator.client(t).CoreV1().Services("web-svc").Patch(ctx, "ingress", types.MergePatchType,
 		[]byte(`{"spec":{"externalIPs":["172.18.0.3","172.18.0.4"]}}`), metav1.PatchOptions{})
 	refusedWith(t, "adding an address to a Service", err, refused)
-}
-
-func testPodAddresses(t *testing.T) {
-	ctx := t.Context()
-	const ns = "acme-addr"
-	ensureNamespace(t, ns, map[string]string{"guard.xila.us/tenant": "acme"})
-	createNode(t, "n1", nil, "")
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns},
-		Spec: corev1.PodSpec{SchedulerName: "xila-guard-scheduler", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-	if err := env.Client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.SubResource("binding").Create(ctx, pod, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns},
-		Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}); err != nil {
-		t.Fatal(err)
-	}
-	setIPs := func(ips ...string) error {
-		status := map[string]any{"podIP": "", "podIPs": []any{}}
-		if len(ips) > 0 {
-			list := make([]any, len(ips))
-			for i, ip := range ips {
-				list[i] = map[string]any{"ip": ip}
-			}
-			status = map[string]any{"podIP": ips[0], "podIPs": list}
-		}
-		b, err := json.Marshal(map[string]any{"status": status})
-		if err != nil {
-			return err
-		}
-		_, err = nodeUser.client(t).CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, b, metav1.PatchOptions{}, "status")
-		return err
-	}
-	refusedWith(t, "the node gives its pod its address", setIPs("10.244.1.5"), "")
-	refusedWith(t, "the node keeps its pod's address", setIPs("10.244.1.5"), "")
-	refusedWith(t, "the node gives its pod another node's pod's address", setIPs("10.244.2.9"), "POD_IP_CHANGED")
 }

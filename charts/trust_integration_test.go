@@ -80,8 +80,8 @@ func applyTrustPolicies(t *testing.T, vals map[string]any, key string) {
 			names = append(names, o.name())
 		}
 	}
-	if len(names) != 10 {
-		t.Fatalf("the chart rendered the policies %v, want the pool membership, evidence label, compliance label, pool pod, attested evidence, bound evidence, reserved namespace, tenant namespace, service address and pod address policies", names)
+	if len(names) != 9 {
+		t.Fatalf("the chart rendered the policies %v, want the pool membership, evidence label, compliance label, pool pod, attested evidence, bound evidence, reserved namespace, tenant namespace and service address policies", names)
 	}
 	// The policies take effect once the API server's policy informer has
 	// them: a node labelling itself into a pool is refused from then on.

@@ -29,9 +29,6 @@ const (
 	// adds an address to a Service's externalIPs, or a Service of a tenant
 	// namespace asks for a loadBalancerIP.
 	ReasonServiceAddressNotAllowed Reason = "SERVICE_ADDRESS_NOT_ALLOWED"
-	// ReasonPodIPChanged: a node changes the addresses of a pod of a tenant
-	// namespace once they are set.
-	ReasonPodIPChanged Reason = "POD_IP_CHANGED"
 	// ReasonGPUDeviceRequired: a VM asks for a GPU (or a host device, DRA
 	// claim or GPU resource) without naming a held GPUDevice.
 	ReasonGPUDeviceRequired Reason = "GPU_DEVICE_REQUIRED"
@@ -62,7 +59,7 @@ const (
 // in the order above.
 var PolicyReasons = []Reason{
 	ReasonPoolAdminOnly, ReasonPoolTaintMissing, ReasonEvidenceLabelNotAllowed, ReasonComplianceLabelNotAllowed,
-	ReasonAttestedEvidenceNotAllowed, ReasonReservedNamespace, ReasonServiceAddressNotAllowed, ReasonPodIPChanged,
+	ReasonAttestedEvidenceNotAllowed, ReasonReservedNamespace, ReasonServiceAddressNotAllowed,
 	ReasonGPUDeviceRequired, ReasonGPUResourceForbidden, ReasonUsageLabelReserved, ReasonDeviceFieldPlatformOnly,
 	ReasonGPUClassOfferImmutable, ReasonGPUClassDeleting, ReasonGPUDeviceHeld, ReasonGPUDeviceClassMismatch,
 }
