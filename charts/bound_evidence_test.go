@@ -155,16 +155,16 @@ func TestBoundEvidencePolicy(t *testing.T) {
 func TestBoundEvidencePolicyTypeCheck(t *testing.T) {
 	all := policySchemas(t)
 	p := renderedPolicies(t, withTestCA(t, readValues(t, "enforcement")))[boundEvidencePolicy]
-	if p == nil {
+	if p.ValidatingAdmissionPolicy == nil {
 		t.Fatalf("the chart renders no policy %s", boundEvidencePolicy)
 	}
-	kinds := append(matched(p, all), kindSchema{})
+	kinds := append(matched(p.ValidatingAdmissionPolicy, all), kindSchema{})
 	if len(kinds) != 2 {
 		t.Fatalf("%s: %d kinds with a schema, want Pod", boundEvidencePolicy, len(kinds)-1)
 	}
 	for _, v := range celVersions {
 		for _, k := range kinds {
-			for _, pr := range typeCheck(t, v, p, k.schema, nil) {
+			for _, pr := range typeCheck(t, v, p.ValidatingAdmissionPolicy, k.schema, nil) {
 				t.Errorf("%s on %q, Kubernetes %s: %s", boundEvidencePolicy, k.gvk.Kind, v, pr)
 			}
 		}
@@ -185,8 +185,8 @@ func TestBoundEvidencePolicyRendersWithTheTrustPolicies(t *testing.T) {
 	if _, ok := policies["xila-guard-attested-evidence"]; !ok {
 		t.Fatal("the trust policies are not rendered with the webhook")
 	}
-	if !strings.Contains(policies[boundEvidencePolicy].Spec.Validations[0].MessageExpression, schedulerSA.user) {
-		t.Errorf("the policy does not name %s", schedulerSA.user)
+	if got := field(policies[boundEvidencePolicy].parameters, "spec", "scheduler"); got != schedulerSA.user {
+		t.Errorf("the policy's parameters name the scheduler %v, want %s", got, schedulerSA.user)
 	}
 	role := find(t, objects(t, mustRender(t, loadChart(t), vals).Manifest), "ClusterRole", "xila-guard-scheduler")
 	rules, _ := field(role.raw, "rules").([]any)

@@ -97,7 +97,7 @@ func policySchemas(t *testing.T) []kindSchema {
 	if err != nil || len(crds) == 0 {
 		t.Fatalf("no KubeVirt CRDs (%v): run hack/update-codegen.sh", err)
 	}
-	guard, _ := filepath.Glob("../components/api/config/crd/gpu.guard.xila.us_*.yaml")
+	guard, _ := filepath.Glob("../components/api/config/crd/*guard.xila.us_*.yaml")
 	for _, path := range append(crds, guard...) {
 		var crd struct {
 			Spec struct {
@@ -241,12 +241,28 @@ func typeCheck(t *testing.T, v *version.Version, p *admissionv1.ValidatingAdmiss
 	return problems
 }
 
+// renderedPolicy is one of the chart's ValidatingAdmissionPolicies, with
+// the release's PolicyParameterSet as rendered with it.
+type renderedPolicy struct {
+	*admissionv1.ValidatingAdmissionPolicy
+	// parameters is the rendered PolicyParameterSet object: the parameter
+	// of every policy whose paramKind it is.
+	parameters map[string]any
+}
+
 // renderedPolicies renders the chart with vals and returns its
 // ValidatingAdmissionPolicies by name.
-func renderedPolicies(t *testing.T, vals map[string]any) map[string]*admissionv1.ValidatingAdmissionPolicy {
+func renderedPolicies(t *testing.T, vals map[string]any) map[string]renderedPolicy {
 	t.Helper()
-	out := map[string]*admissionv1.ValidatingAdmissionPolicy{}
-	for _, o := range objects(t, mustRender(t, loadChart(t), vals).Manifest) {
+	out := map[string]renderedPolicy{}
+	var parameters map[string]any
+	all := objects(t, mustRender(t, loadChart(t), vals).Manifest)
+	for _, o := range all {
+		if o.Kind == "PolicyParameterSet" {
+			parameters = o.raw
+		}
+	}
+	for _, o := range all {
 		if o.Kind != "ValidatingAdmissionPolicy" {
 			continue
 		}
@@ -258,7 +274,7 @@ func renderedPolicies(t *testing.T, vals map[string]any) map[string]*admissionv1
 		if err := json.Unmarshal(b, p); err != nil {
 			t.Fatalf("%s: %v", o, err)
 		}
-		out[p.Name] = p
+		out[p.Name] = renderedPolicy{p, parameters}
 	}
 	return out
 }
@@ -268,11 +284,22 @@ func renderedPolicies(t *testing.T, vals map[string]any) map[string]*admissionv1
 // compatibility version), ready to evaluate requests.
 type compiledPolicy struct {
 	policy      *admissionv1.ValidatingAdmissionPolicy
+	// parameters is the parameter of a request that names none: the
+	// release's PolicyParameterSet, for the policies that read them.
+	parameters  map[string]any
 	validator   validating.Validator
 	validations plugincel.ConditionEvaluator
 }
 
-func compilePolicy(t *testing.T, v *version.Version, p *admissionv1.ValidatingAdmissionPolicy) compiledPolicy {
+func compilePolicy(t *testing.T, v *version.Version, rp renderedPolicy) compiledPolicy {
+	p := rp.ValidatingAdmissionPolicy
+	var parameters map[string]any
+	if pk := p.Spec.ParamKind; pk != nil && pk.Kind == "PolicyParameterSet" {
+		if rp.parameters == nil {
+			t.Fatalf("%s reads PolicyParameterSet, which the chart does not render", p.Name)
+		}
+		parameters = rp.parameters
+	}
 	t.Helper()
 	comp, err := plugincel.NewCompositionEnv(plugincel.VariablesTypeName, environment.MustBaseEnvSet(v))
 	if err != nil {
@@ -296,7 +323,7 @@ func compilePolicy(t *testing.T, v *version.Version, p *admissionv1.ValidatingAd
 		msgs = append(msgs, &validating.MessageExpressionCondition{MessageExpression: val.MessageExpression})
 	}
 	validations := fc.CompileCondition(conds, optional, environment.StoredExpressions)
-	return compiledPolicy{p, validating.NewValidator(
+	return compiledPolicy{p, parameters, validating.NewValidator(
 		validations, nil,
 		fc.CompileCondition(nil, optional, environment.StoredExpressions),
 		fc.CompileCondition(msgs, optional, environment.StoredExpressions),
@@ -315,8 +342,9 @@ type request struct {
 	groups      []string
 }
 
-// attributes builds the admission attributes of a request.
-func (r request) attributes() (*admission.VersionedAttributes, runtime.Object) {
+// attributes builds the admission attributes of a request; its parameter
+// is def unless it names its own.
+func (r request) attributes(def map[string]any) (*admission.VersionedAttributes, runtime.Object) {
 	toObj := func(m map[string]any) runtime.Object {
 		if m == nil {
 			return nil
@@ -334,8 +362,11 @@ func (r request) attributes() (*admission.VersionedAttributes, runtime.Object) {
 		&user.DefaultInfo{Name: r.user, Groups: r.groups})
 	va := &admission.VersionedAttributes{Attributes: attr, VersionedKind: gvk, VersionedObject: obj, VersionedOldObject: old}
 	var params runtime.Object
-	if r.params != nil {
+	switch {
+	case r.params != nil:
 		params = toObj(r.params)
+	case def != nil:
+		params = toObj(def)
 	}
 	return va, params
 }
@@ -343,7 +374,7 @@ func (r request) attributes() (*admission.VersionedAttributes, runtime.Object) {
 // evaluate returns the policy's refusal messages, "" when it admits.
 func (c compiledPolicy) evaluate(t *testing.T, r request) string {
 	t.Helper()
-	va, params := r.attributes()
+	va, params := r.attributes(c.parameters)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.namespace}}
 	res := c.validator.Validate(context.Background(), r.gvr, va, params, ns, celconfig.RuntimeCELCostBudget, nil)
 	var msgs []string
@@ -359,7 +390,7 @@ func (c compiledPolicy) evaluate(t *testing.T, r request) string {
 // validations for one request, in its cost units.
 func (c compiledPolicy) cost(t testing.TB, r request) int64 {
 	t.Helper()
-	va, params := r.attributes()
+	va, params := r.attributes(c.parameters)
 	req := plugincel.CreateAdmissionRequest(va.Attributes, metav1.GroupVersionResource(r.gvr), metav1.GroupVersionKind(va.VersionedKind))
 	ns := plugincel.CreateNamespaceObject(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.namespace}})
 	_, remaining, err := c.validations.ForInput(context.Background(), va, req, plugincel.OptionalVariableBindings{VersionedParams: params}, ns, celconfig.RuntimeCELCostBudget)

@@ -40,7 +40,7 @@ var (
 func settingsCM(names string) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "xila-guard-gpu-settings", "namespace": releaseNS},
-		"data":     map[string]any{"resourceNames": names}}
+		"data":     map[string]any{"resourceNames": names, "kubevirtController": kubevirtController}}
 }
 
 var settings = settingsCM("nvidia.com/A10," + gpuResource)
@@ -203,23 +203,23 @@ var gpuPolicyCases = []struct {
 	{"xila-guard-gpu-device-holder", "another GPU than its class offers", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, vmiSpec(nil, map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}}, nil)), params: judgedDevice("h100-a", ""), user: gpuTenant}, "GPU_DEVICE_CLASS_MISMATCH"},
 	{"xila-guard-gpu-device-holder", "a host device other than its class offers", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withHost), params: judgedDevice("h100-a", ""), user: gpuTenant}, "GPU_DEVICE_CLASS_MISMATCH"},
 	{"xila-guard-gpu-device-holder", "a device the controller has not judged yet", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withGPU), params: device("h100-a", nil), user: gpuTenant}, ""},
-	{"xila-guard-gpu-vmi-devices", "gpus without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withGPU), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
-	{"xila-guard-gpu-vmi-devices", "gpus with the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withGPU), params: settings, user: gpuTenant}, ""},
-	{"xila-guard-gpu-vmi-devices", "an empty label", request{op: admission.Create, gvr: gvrVMI, object: vmi(map[string]any{deviceLabel: ""}, withGPU), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
-	{"xila-guard-gpu-vmi-devices", "a host device without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withHost), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
-	{"xila-guard-gpu-vmi-devices", "a DRA claim without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withDRA), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
-	{"xila-guard-gpu-vmi-devices", "a GPU resource without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withRes), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
-	{"xila-guard-gpu-vmi-devices", "KubeVirt's controller is held to it too", request{op: admission.Update, gvr: gvrVMI, old: vmi(labelled, withGPU), object: vmi(nil, withGPU), params: settings, user: kubevirtController}, "GPU_DEVICE_REQUIRED"},
-	{"xila-guard-gpu-vmi-devices", "cpu and memory only", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withCPU), params: settings, user: gpuTenant}, ""},
-	{"xila-guard-gpu-vmi-devices", "no devices", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, noGPU), params: settings, user: gpuTenant}, ""},
-	{"xila-guard-gpu-vmi-devices", "a resource no class sells", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, vmiSpec(nil, map[string]any{"limits": map[string]any{"example.com/fpga": "1"}}, nil)), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-vm-devices", "gpus without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withGPU), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vm-devices", "gpus with the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withGPU), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-vm-devices", "an empty label", request{op: admission.Create, gvr: gvrVMI, object: vmi(map[string]any{deviceLabel: ""}, withGPU), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vm-devices", "a host device without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withHost), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vm-devices", "a DRA claim without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withDRA), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vm-devices", "a GPU resource without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withRes), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vm-devices", "KubeVirt's controller is held to it too", request{op: admission.Update, gvr: gvrVMI, old: vmi(labelled, withGPU), object: vmi(nil, withGPU), params: settings, user: kubevirtController}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vm-devices", "cpu and memory only", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withCPU), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-vm-devices", "no devices", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, noGPU), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-vm-devices", "a resource no class sells", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, vmiSpec(nil, map[string]any{"limits": map[string]any{"example.com/fpga": "1"}}, nil)), params: settings, user: gpuTenant}, ""},
 	{"xila-guard-gpu-vm-devices", "a VM's template gpus without the label", request{op: admission.Create, gvr: gvrVM, object: kobj("kubevirt.io/v1", "VirtualMachine", meta("vm", nil), map[string]any{"template": template(nil, withGPU)}), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
 	{"xila-guard-gpu-vm-devices", "the label on the VM, not its template", request{op: admission.Create, gvr: gvrVM, object: kobj("kubevirt.io/v1", "VirtualMachine", meta("vm", labelled), map[string]any{"template": template(nil, withGPU)}), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
 	{"xila-guard-gpu-vm-devices", "the label on the VM's template", request{op: admission.Create, gvr: gvrVM, object: kobj("kubevirt.io/v1", "VirtualMachine", meta("vm", nil), map[string]any{"template": template(labelled, withGPU)}), params: settings, user: gpuTenant}, ""},
 	{"xila-guard-gpu-vm-devices", "a replica set's host device without the label", request{op: admission.Create, gvr: gvrVMIRS, object: kobj("kubevirt.io/v1", "VirtualMachineInstanceReplicaSet", meta("rs", nil), map[string]any{"template": template(map[string]any{"app": "x"}, withHost)}), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
 	{"xila-guard-gpu-vm-devices", "a replica set without GPUs", request{op: admission.Create, gvr: gvrVMIRS, object: kobj("kubevirt.io/v1", "VirtualMachineInstanceReplicaSet", meta("rs", nil), map[string]any{"template": template(nil, noGPU)}), params: settings, user: gpuTenant}, ""},
-	{"xila-guard-gpu-vmpool-devices", "a pool's GPU resource without the label", request{op: admission.Create, gvr: gvrPool, object: kobj("pool.kubevirt.io/v1beta1", "VirtualMachinePool", meta("pool", nil), map[string]any{"virtualMachineTemplate": map[string]any{"spec": map[string]any{"template": template(nil, withRes)}}}), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
-	{"xila-guard-gpu-vmpool-devices", "a pool with the label", request{op: admission.Create, gvr: gvrPool, object: kobj("pool.kubevirt.io/v1beta1", "VirtualMachinePool", meta("pool", nil), map[string]any{"virtualMachineTemplate": map[string]any{"spec": map[string]any{"template": template(labelled, withGPU)}}}), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-vm-devices", "a pool's GPU resource without the label", request{op: admission.Create, gvr: gvrPool, object: kobj("pool.kubevirt.io/v1beta1", "VirtualMachinePool", meta("pool", nil), map[string]any{"virtualMachineTemplate": map[string]any{"spec": map[string]any{"template": template(nil, withRes)}}}), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
+	{"xila-guard-gpu-vm-devices", "a pool with the label", request{op: admission.Create, gvr: gvrPool, object: kobj("pool.kubevirt.io/v1beta1", "VirtualMachinePool", meta("pool", nil), map[string]any{"virtualMachineTemplate": map[string]any{"spec": map[string]any{"template": template(labelled, withGPU)}}}), params: settings, user: gpuTenant}, ""},
 	{"xila-guard-gpu-instancetype-devices", "an instance type's gpus without the label", request{op: admission.Create, gvr: gvrIT, object: kobj("instancetype.kubevirt.io/v1beta1", "VirtualMachineInstancetype", meta("big", nil), map[string]any{"cpu": map[string]any{"guest": int64(4)}, "memory": map[string]any{"guest": "8Gi"}, "gpus": []any{map[string]any{"name": "g", "deviceName": gpuResource}}}), user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
 	{"xila-guard-gpu-instancetype-devices", "an instance type with the label", request{op: admission.Create, gvr: gvrIT, object: kobj("instancetype.kubevirt.io/v1beta1", "VirtualMachineInstancetype", meta("big", labelled), map[string]any{"cpu": map[string]any{"guest": int64(4)}, "memory": map[string]any{"guest": "8Gi"}, "hostDevices": []any{map[string]any{"name": "g", "deviceName": gpuResource}}}), user: gpuTenant}, ""},
 	{"xila-guard-gpu-instancetype-devices", "an instance type without devices", request{op: admission.Create, gvr: gvrIT, object: kobj("instancetype.kubevirt.io/v1beta1", "VirtualMachineInstancetype", meta("small", nil), map[string]any{"cpu": map[string]any{"guest": int64(1)}, "memory": map[string]any{"guest": "1Gi"}}), user: gpuTenant}, ""},
@@ -317,19 +317,21 @@ func isReasonCode(s string) bool {
 	return true
 }
 
-// TestGPUDevicePoliciesTypeCheck compiles every expression of the GPU
-// device policies, as rendered, typed against the real schemas of the
-// kinds they match (KubeVirt's, core Pod and ConfigMap, the guard CRDs),
-// in the environment of each supported Kubernetes minor for new
-// expressions, as the API server's type checker does.
-func TestGPUDevicePoliciesTypeCheck(t *testing.T) {
+// TestAdmissionPoliciesTypeCheck compiles every expression of every
+// admission policy the chart renders, typed against the real schemas of
+// the kinds they match (KubeVirt's, core Pod and ConfigMap, the guard
+// CRDs) and of their parameters (PolicyParameterSet, TenantBinding,
+// GPUDevice, GPUClass, ConfigMap), in the environment of each supported
+// Kubernetes minor for new expressions, as the API server's type checker
+// does. A policy on kinds without a schema here (nodes, namespaces,
+// services) is checked untyped, its parameter still typed.
+func TestAdmissionPoliciesTypeCheck(t *testing.T) {
 	all := policySchemas(t)
-	policies := renderedPolicies(t, readValues(t, "gpu-devices"))
+	vals := withTestCA(t, readValues(t, "enforcement-integrations"))
+	vals["gpuDevicePolicies"] = readValues(t, "gpu-devices")["gpuDevicePolicies"]
+	policies := renderedPolicies(t, vals)
 	n := 0
 	for name, p := range policies {
-		if !strings.HasPrefix(name, "xila-guard-gpu-") {
-			continue
-		}
 		n++
 		var params *spec.Schema
 		if pk := p.Spec.ParamKind; pk != nil {
@@ -343,30 +345,27 @@ func TestGPUDevicePoliciesTypeCheck(t *testing.T) {
 			}
 			params = s
 		}
-		kinds := matched(p, all)
+		kinds := matched(p.ValidatingAdmissionPolicy, all)
 		wildcard := false
 		for _, r := range p.Spec.MatchConstraints.ResourceRules {
 			for _, res := range r.Resources {
 				wildcard = wildcard || strings.Contains(res, "*")
 			}
 		}
-		if len(kinds) == 0 && !wildcard {
-			t.Errorf("%s matches no kind with a schema", name)
-		}
-		if wildcard {
+		if len(kinds) == 0 || wildcard {
 			kinds = append(kinds, kindSchema{}) // untyped, as the API server checks it
 		}
 		for _, v := range celVersions {
 			for _, k := range kinds {
-				problems := typeCheck(t, v, p, k.schema, params)
+				problems := typeCheck(t, v, p.ValidatingAdmissionPolicy, k.schema, params)
 				for _, pr := range problems {
 					t.Errorf("%s on %s, Kubernetes %s: %s", name, k.gvk.Kind, v, pr)
 				}
 			}
 		}
 	}
-	if n < 8 {
-		t.Errorf("rendered %d GPU device policies, want 8", n)
+	if n != 17 {
+		t.Errorf("rendered %d admission policies, want the 9 trust policies and the 8 GPU device policies", n)
 	}
 }
 

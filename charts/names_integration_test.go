@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -114,6 +115,47 @@ func TestIntegrationNamesAreNotTrust(t *testing.T) {
 	t.Run("trusted DaemonSet accounts", testDaemonSetTrust)
 	t.Run("a tenant label that comes and goes", testLabelFlip)
 	t.Run("service addresses", testServiceAddresses)
+	t.Run("the parameters missing", testParametersMissing)
+}
+
+// testParametersMissing: the policies read who is trusted from the
+// release's PolicyParameterSet; while it is missing they refuse every
+// write they guard, the administrators' included, and admit again once it
+// is back.
+func testParametersMissing(t *testing.T) {
+	ctx := t.Context()
+	ensureNamespace(t, "web-params", nil)
+	var params *unstructured.Unstructured
+	for _, o := range objects(t, mustRender(t, loadChart(t), namesValues(t)).Manifest) {
+		if o.Kind == "PolicyParameterSet" {
+			params = &unstructured.Unstructured{Object: o.raw}
+		}
+	}
+	if params == nil {
+		t.Fatal("the chart renders no PolicyParameterSet")
+	}
+	ingress := func(ctx context.Context) error {
+		_, err := admin.client(t).CoreV1().Services("web-params").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ingress"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}, ExternalIPs: []string{"172.18.0.9"}}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+	refusedWith(t, "an administrator's Service with an external address", ingress(ctx), "")
+	if err := env.Client.Delete(ctx, params.DeepCopy()); err != nil {
+		t.Fatalf("deleting the parameters: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Client.Create(context.Background(), params.DeepCopy()) })
+	awaitRefusal(t, "service addresses, without its parameters,", "no params found", ingress)
+	_, err := acmeDev.client(t).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring-2"}},
+		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	refusedWith(t, "a namespace created while the parameters are missing", err, "no params found")
+	recreate(t, params.DeepCopy())
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return ingress(ctx) == nil, nil
+	})
+	if err != nil {
+		t.Errorf("the administrator is still refused once the parameters are back: %v", ingress(ctx))
+	}
 }
 
 func testReservedNamespaces(t *testing.T) {

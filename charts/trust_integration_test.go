@@ -69,6 +69,10 @@ func applyTrustPolicies(t *testing.T, vals map[string]any, key string) {
 	r := mustRender(t, loadChart(t), vals)
 	var names []string
 	for _, o := range objects(t, r.Manifest) {
+		if o.Kind == "PolicyParameterSet" {
+			recreate(t, &unstructured.Unstructured{Object: o.raw})
+			continue
+		}
 		if o.Kind != "ValidatingAdmissionPolicy" && o.Kind != "ValidatingAdmissionPolicyBinding" {
 			continue
 		}

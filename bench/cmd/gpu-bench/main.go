@@ -46,6 +46,7 @@ var (
 	gvrVMI = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
 	gvrVAP = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}
 	gvrVAB = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}
+	gvrPPS = schema.GroupVersionResource{Group: "guard.xila.us", Version: "v1alpha1", Resource: "policyparametersets"}
 )
 
 type options struct {
@@ -74,7 +75,8 @@ func main() {
 	})
 }
 
-// policies are the GPU device policies and bindings of the rendered chart.
+// policies are the GPU device policies and bindings of the rendered chart,
+// and the release's PolicyParameterSet that some of them read.
 func policies(path string) ([]*unstructured.Unstructured, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -88,12 +90,13 @@ func policies(path string) ([]*unstructured.Unstructured, error) {
 		if err := yaml.Unmarshal(doc, &u.Object); err != nil || u.Object == nil {
 			continue
 		}
-		if (u.GetKind() == "ValidatingAdmissionPolicy" || u.GetKind() == "ValidatingAdmissionPolicyBinding") && strings.HasPrefix(u.GetName(), "xila-guard-gpu-") {
+		if (u.GetKind() == "ValidatingAdmissionPolicy" || u.GetKind() == "ValidatingAdmissionPolicyBinding") && strings.HasPrefix(u.GetName(), "xila-guard-gpu-") ||
+			u.GetKind() == "PolicyParameterSet" {
 			out = append(out, u)
 		}
 	}
-	if len(out) != 18 {
-		return nil, fmt.Errorf("%s: %d GPU device policies and bindings, want 18", path, len(out))
+	if len(out) != 17 {
+		return nil, fmt.Errorf("%s: %d GPU device policies, bindings and parameters, want 17", path, len(out))
 	}
 	return out, nil
 }
@@ -135,7 +138,7 @@ func run(ctx context.Context, o *options) error {
 	}
 	if _, err := s.Kube.CoreV1().ConfigMaps(platformNS).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "xila-guard-gpu-settings"},
-		Data:       map[string]string{"resourceNames": "nvidia.com/A10," + gpu},
+		Data:       map[string]string{"resourceNames": "nvidia.com/A10," + gpu, "kubevirtController": "system:serviceaccount:kubevirt:kubevirt-controller"},
 	}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
@@ -184,8 +187,11 @@ type bench struct {
 func (b *bench) set(ctx context.Context, v variant) error {
 	for _, p := range b.pols {
 		gvr := gvrVAP
-		if p.GetKind() == "ValidatingAdmissionPolicyBinding" {
+		switch p.GetKind() {
+		case "ValidatingAdmissionPolicyBinding":
 			gvr = gvrVAB
+		case "PolicyParameterSet":
+			gvr = gvrPPS
 		}
 		var err error
 		if v == on {

@@ -64,52 +64,18 @@ env:
   value: {{ .memoryLimit | quote }}
 {{- end }}
 
-{{/* A list of strings as the elements of a CEL list literal: 'a', 'b'. */}}
+{{/* A list of strings as the elements of a CEL list literal: 'a', 'b'
+     (the webhook configurations' match conditions, which take no
+     parameter). */}}
 {{- define "xila-guard.policy.strings" -}}
 {{- $out := list -}}
 {{- range . -}}
 {{- if or (contains "'" .) (contains "\\" .) -}}
-{{- fail (printf "%q: quotes and backslashes are not allowed in names the admission policies match" .) -}}
+{{- fail (printf "%q: quotes and backslashes are not allowed in names the webhook's match conditions match" .) -}}
 {{- end -}}
 {{- $out = append $out (printf "'%s'" .) -}}
 {{- end -}}
 {{- join ", " $out -}}
-{{- end }}
-
-{{/* The variables every node policy shares: the labels of the node and of
-     its old version ({} at CREATE), and whether a node's own credentials
-     make the request. */}}
-{{- define "xila-guard.policy.nodeVariables" -}}
-- name: labels
-  expression: "object.metadata.?labels.orValue({})"
-- name: oldLabels
-  expression: "oldObject == null ? {} : oldObject.metadata.?labels.orValue({})"
-- name: node
-  expression: "request.userInfo.username.startsWith('system:node:') || request.userInfo.?groups.orValue([]).exists(g, g == 'system:nodes')"
-{{- end }}
-
-{{/* A CEL expression, true when the requester is one of the users or in
-     one of the groups, and not a node:
-     include "xila-guard.policy.principal" (list $users $groups) */}}
-{{- define "xila-guard.policy.principal" -}}
-{{- $users := index . 0 | default list -}}
-{{- $groups := index . 1 | default list -}}
-{{- printf "!variables.node && (request.userInfo.username in [%s] || request.userInfo.?groups.orValue([]).exists(g, g in [%s]))" (include "xila-guard.policy.strings" $users) (include "xila-guard.policy.strings" $groups) -}}
-{{- end }}
-
-{{/* A CEL expression, true when the pod (object or oldObject) tolerates
-     the pool's NoSchedule taint: a toleration of the pool key, or a
-     wildcard (no key, operator Exists), with no effect or NoSchedule:
-     include "xila-guard.policy.toleratesPool" (list "object" $poolLabel) */}}
-{{- define "xila-guard.policy.toleratesPool" -}}
-{{- printf "%s.spec.?tolerations.orValue([]).exists(t, t.?effect.orValue('') in ['', 'NoSchedule'] && (t.?key.orValue('') == '%s' || (t.?key.orValue('') == '' && t.?operator.orValue('') == 'Exists')))" (index . 0) (index . 1) -}}
-{{- end }}
-
-{{/* A CEL expression, true when the pod selects or requires the pool
-     label: nodeSelector, or a required node affinity term that only pool
-     nodes can meet (In, Exists, Gt, Lt). */}}
-{{- define "xila-guard.policy.selectsPool" -}}
-{{- printf "'%[2]s' in %[1]s.spec.?nodeSelector.orValue({}) || %[1]s.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([]).exists(term, term.?matchExpressions.orValue([]).exists(e, e.key == '%[2]s' && e.operator in ['In', 'Exists', 'Gt', 'Lt']))" (index . 0) (index . 1) -}}
 {{- end }}
 
 {{/* The namespace of a service account named <ns>:<name> or
@@ -203,38 +169,3 @@ matchExpressions:
   values: [{{ .Release.Namespace }}, kube-system]
 {{- end }}
 
-{{/* The GPU controller's settings ConfigMap as a binding's parameter;
-missing, it refuses everything the binding matches. */}}
-{{- define "xila-guard.gpu.settingsParam" -}}
-paramRef:
-  name: xila-guard-gpu-settings
-  namespace: {{ .Release.Namespace }}
-  parameterNotFoundAction: Deny
-{{- end }}
-
-{{/* A CEL expression, true when the resource named by the variable (e.g.
-     "k") is a GPU resource: one the settings ConfigMap names
-     (variables.names), or any resource of a GPU vendor's domain but
-     Intel's capacities, as guard.IsGPUResource counts them. */}}
-{{- define "xila-guard.gpu.isResource" -}}
-({{ . }} in variables.names || {{ . }}.startsWith('nvidia.com/') || {{ . }}.startsWith('amd.com/') || ({{ . }}.startsWith('gpu.intel.com/') && !({{ . }} in ['gpu.intel.com/millicores', 'gpu.intel.com/memory.max', 'gpu.intel.com/tiles'])))
-{{- end }}
-
-{{/* The GPU resource names of the settings ConfigMap, as variables.names. */}}
-{{- define "xila-guard.gpu.resourceNames" -}}
-- name: names
-  expression: "params.data.?resourceNames.orValue('').split(',').filter(n, n != '')"
-{{- end }}
-
-{{/* variables.carried: what GPU a VMI spec carries, '' when none. Takes
-the CEL of the spec's domain and of its resource claims. */}}
-{{- define "xila-guard.gpu.carries" -}}
-- name: gpus
-  expression: {{ printf "%s.?devices.?gpus.orValue([])" .domain | quote }}
-- name: hostDevices
-  expression: {{ printf "%s.?devices.?hostDevices.orValue([])" .domain | quote }}
-- name: resources
-  expression: {{ printf "%[1]s.?resources.?requests.orValue({}).filter(k, %[2]s) + %[1]s.?resources.?limits.orValue({}).filter(k, %[2]s)" .domain (include "xila-guard.gpu.isResource" "k") | quote }}
-- name: carried
-  expression: {{ printf "variables.gpus.size() > 0 ? 'gpus ' + variables.gpus.map(d, d.name).join(',') : variables.hostDevices.size() > 0 ? 'hostDevices ' + variables.hostDevices.map(d, d.name).join(',') : %[1]s.size() > 0 ? 'resourceClaims ' + %[1]s.map(c, c.name).join(',') : variables.resources.size() > 0 ? 'resource ' + variables.resources[0] : ''" .claims | quote }}
-{{- end }}

@@ -29,6 +29,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&TenantBinding{}, &TenantBindingList{},
 		&NodeSecurityState{}, &NodeSecurityStateList{},
 		&KeyReleasePolicy{}, &KeyReleasePolicyList{},
+		&PolicyParameterSet{}, &PolicyParameterSetList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

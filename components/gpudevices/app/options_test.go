@@ -10,7 +10,7 @@ import (
 
 func TestParseFlags(t *testing.T) {
 	defaults := Options{Namespace: DefaultNamespace, Workers: 4, MetricsAddr: ":9090", ProbeAddr: ":9091",
-		LeaderElect: true, LeaderElectionNS: DefaultNamespace}
+		LeaderElect: true, LeaderElectionNS: DefaultNamespace, KubeVirtController: "system:serviceaccount:kubevirt:kubevirt-controller"}
 	with := func(change func(*Options)) *Options {
 		o := defaults
 		change(&o)
@@ -31,6 +31,8 @@ func TestParseFlags(t *testing.T) {
 			want: with(func(o *Options) { o.LeaderElectionNS, o.LeaderElect = "kube-system", false })},
 		{name: "addresses and workers", args: []string{"--kubeconfig=/k", "--metrics-bind-address=0", "--health-probe-bind-address=:8081", "--workers=2"},
 			want: with(func(o *Options) { o.Kubeconfig, o.MetricsAddr, o.ProbeAddr, o.Workers = "/k", "0", ":8081", 2 })},
+		{name: "KubeVirt's controller", args: []string{"--kubevirt-controller=system:serviceaccount:virt:controller"},
+			want: with(func(o *Options) { o.KubeVirtController = "system:serviceaccount:virt:controller" })},
 		{name: "bad namespace", args: []string{"--namespace=Not_A_Namespace"}, wantErr: "--namespace"},
 		{name: "no workers", args: []string{"--workers=0"}, wantErr: "--workers"},
 		{name: "unknown flag", args: []string{"--profile=lab"}, wantErr: "not defined"},

@@ -99,7 +99,7 @@ func RunWithConfig(ctx context.Context, cfg *rest.Config, o *Options, log logr.L
 	if err := probes.Add(mgr); err != nil {
 		return err
 	}
-	if err := controller.Setup(ctx, mgr, controller.Options{Namespace: o.Namespace, Workers: o.Workers,
+	if err := controller.Setup(ctx, mgr, controller.Options{Namespace: o.Namespace, Workers: o.Workers, KubeVirtController: o.KubeVirtController,
 		Recorder: mgr.GetEventRecorder("xila-guard-gpudevices"), Observer: m}); err != nil {
 		return fmt.Errorf("setting up the GPU controllers: %w", err)
 	}

@@ -16,13 +16,17 @@ import (
 
 // SettingsReconciler keeps the settings ConfigMap of the platform
 // namespace: the GPU resource names of every class, which the pod policy
-// refuses to pods other than KubeVirt's launchers. It exists even when no
-// class does, since the policy refuses every GPU pod while it is missing.
+// refuses to pods other than KubeVirt's launchers, and the user name of
+// KubeVirt's controller, which creates them. It exists even when no class
+// does, since the policy refuses every GPU pod while it is missing.
 type SettingsReconciler struct {
 	// Client reads from the cache and writes the ConfigMap.
 	Client client.Client
 	// Namespace is the platform namespace.
 	Namespace string
+	// KubeVirtController is the user name of KubeVirt's controller; empty,
+	// no pod may request a GPU for VMs.
+	KubeVirtController string
 }
 
 var _ reconcile.Reconciler = &SettingsReconciler{}
@@ -38,14 +42,17 @@ func (r *SettingsReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 	if err := r.Client.List(ctx, &classes); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing classes: %w", err)
 	}
-	value := ResourceNames(classes.Items)
+	want := map[string]string{
+		gpuv1alpha1.SettingsKeyResourceNames:      ResourceNames(classes.Items),
+		gpuv1alpha1.SettingsKeyKubeVirtController: r.KubeVirtController,
+	}
 	cm := &corev1.ConfigMap{}
 	err := r.Client.Get(ctx, r.key(), cm)
 	switch {
 	case apierrors.IsNotFound(err):
 		cm = &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: gpuv1alpha1.SettingsConfigMap, Labels: map[string]string{LabelManagedBy: ManagedBy}},
-			Data:       map[string]string{gpuv1alpha1.SettingsKeyResourceNames: value},
+			Data:       want,
 		}
 		if err := r.Client.Create(ctx, cm); err != nil {
 			if apierrors.IsAlreadyExists(err) {
@@ -57,7 +64,13 @@ func (r *SettingsReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("reading ConfigMap %s: %w", r.key(), err)
 	}
-	if v, ok := cm.Data[gpuv1alpha1.SettingsKeyResourceNames]; ok && v == value && cm.Labels[LabelManagedBy] == ManagedBy {
+	current := true
+	for k, v := range want {
+		if got, ok := cm.Data[k]; !ok || got != v {
+			current = false
+		}
+	}
+	if current && cm.Labels[LabelManagedBy] == ManagedBy {
 		return reconcile.Result{}, nil
 	}
 	if cm.Data == nil {
@@ -66,7 +79,9 @@ func (r *SettingsReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 	if cm.Labels == nil {
 		cm.Labels = map[string]string{}
 	}
-	cm.Data[gpuv1alpha1.SettingsKeyResourceNames] = value
+	for k, v := range want {
+		cm.Data[k] = v
+	}
 	cm.Labels[LabelManagedBy] = ManagedBy
 	if err := r.Client.Update(ctx, cm); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {

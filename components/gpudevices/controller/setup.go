@@ -46,6 +46,9 @@ type Options struct {
 	Namespace string
 	// Workers bounds concurrent device reconciles.
 	Workers int
+	// KubeVirtController is the user name of KubeVirt's controller, which
+	// the settings ConfigMap names for the pod policy.
+	KubeVirtController string
 	// Recorder records Events.
 	Recorder EventRecorder
 	// Observer, when set, is told what the metrics count.
@@ -87,7 +90,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 
-	settings := &SettingsReconciler{Client: c, Namespace: o.Namespace}
+	settings := &SettingsReconciler{Client: c, Namespace: o.Namespace, KubeVirtController: o.KubeVirtController}
 	settingsKey := reconcile.Request{NamespacedName: settings.key()}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(ControllerSettings).
 		For(&corev1.ConfigMap{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {

@@ -64,10 +64,16 @@ const (
 
 	// SettingsConfigMap is the ConfigMap in the platform namespace that
 	// lists every GPU resource name of the classes (key
-	// SettingsKeyResourceNames, comma-separated, sorted). The pod policy
-	// reads it as its parameter and refuses every pod while it is missing.
+	// SettingsKeyResourceNames, comma-separated, sorted) and names
+	// KubeVirt's controller (SettingsKeyKubeVirtController). The pod and VM
+	// policies read it as their parameter and refuse everything they match
+	// while it is missing.
 	SettingsConfigMap = "xila-guard-gpu-settings"
 
 	// SettingsKeyResourceNames is the key of SettingsConfigMap.
 	SettingsKeyResourceNames = "resourceNames"
+
+	// SettingsKeyKubeVirtController is the key of SettingsConfigMap that
+	// names the only user whose launcher pods may request a GPU for VMs.
+	SettingsKeyKubeVirtController = "kubevirtController"
 )

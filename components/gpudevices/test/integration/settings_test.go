@@ -27,6 +27,9 @@ func TestIntegrationSettings(t *testing.T) {
 	if v, ok := initialSettings.Data[gpuv1alpha1.SettingsKeyResourceNames]; !ok || v != "" {
 		t.Errorf("settings at start %v, want an empty %s", initialSettings.Data, gpuv1alpha1.SettingsKeyResourceNames)
 	}
+	if v := initialSettings.Data[gpuv1alpha1.SettingsKeyKubeVirtController]; v != "system:serviceaccount:kubevirt:kubevirt-controller" {
+		t.Errorf("settings at start name KubeVirt's controller %q, want the default account", v)
+	}
 	if initialSettings.Labels["app.kubernetes.io/managed-by"] != "xila-guard-gpudevices" {
 		t.Errorf("settings labels %v", initialSettings.Labels)
 	}
