@@ -283,7 +283,7 @@ func renderedPolicies(t *testing.T, vals map[string]any) map[string]renderedPoli
 // plugin compiles it (untyped, stored-expression environment of one
 // compatibility version), ready to evaluate requests.
 type compiledPolicy struct {
-	policy      *admissionv1.ValidatingAdmissionPolicy
+	policy *admissionv1.ValidatingAdmissionPolicy
 	// parameters is the parameter of a request that names none: the
 	// release's PolicyParameterSet, for the policies that read them.
 	parameters  map[string]any

@@ -289,6 +289,8 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 
 		// 2. GPU pods only from KubeVirt's controller, for a VMI.
 		{name: "KubeVirt's controller creates a launcher pod", who: kubevirtCtrl, gvr: gvrPod, ns: gpuTenantNS, obj: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(gpuLimits)}, nil)},
+		{name: "KubeVirt's controller creates the launcher pod of a VMI that holds no device", who: kubevirtCtrl, gvr: gvrPod, ns: gpuTenantNS,
+			obj: pod("virt-launcher-ghost-abcde", with(vmiOwner, "uid", "u-ghost"), []any{container(gpuLimits)}, nil), want: "GPU_DEVICE_NOT_HELD"},
 		{name: "a tenant's copy of the launcher pod", who: tenantAlice, gvr: gvrPod, ns: gpuTenantNS, obj: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(gpuLimits)}, nil), want: "GPU_RESOURCE_FORBIDDEN"},
 		{name: "a tenant service account's GPU pod", who: tenantSA, gvr: gvrPod, ns: gpuTenantNS, obj: pod("p", nil, []any{container(map[string]any{"requests": map[string]any{"nvidia.com/A10": "1"}, "limits": map[string]any{"nvidia.com/A10": "1"}})}, nil), want: "GPU_RESOURCE_FORBIDDEN"},
 		{name: "virt-handler's pod", who: virtHandler, gvr: gvrPod, ns: gpuTenantNS, obj: pod("p", vmiOwner, []any{container(gpuLimits)}, nil), want: "GPU_RESOURCE_FORBIDDEN"},

@@ -37,10 +37,17 @@ var (
 	tenantGroup = []string{"acme-developers", "system:authenticated"}
 )
 
+// settingsCM is the GPU controller's settings ConfigMap with the resource
+// names, and the VMI vm1 (UID u1) of the tenant's namespace holding a
+// device.
 func settingsCM(names string) map[string]any {
+	return settingsHolding(names, gpuTenantNS+"/u0,"+gpuTenantNS+"/u1")
+}
+
+func settingsHolding(names, holders string) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "xila-guard-gpu-settings", "namespace": releaseNS},
-		"data":     map[string]any{"resourceNames": names, "kubevirtController": kubevirtController}}
+		"data":     map[string]any{"resourceNames": names, "kubevirtController": kubevirtController, "holders": holders}}
 }
 
 var settings = settingsCM("nvidia.com/A10," + gpuResource)
@@ -229,6 +236,10 @@ var gpuPolicyCases = []struct {
 	{"xila-guard-gpu-pods", "a tenant's copy of a launcher pod", request{op: admission.Create, gvr: gvrPod, object: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(gpuLimits)}, nil), params: settings, user: gpuTenant}, "GPU_RESOURCE_FORBIDDEN"},
 	{"xila-guard-gpu-pods", "a GPU request in an init container", request{op: admission.Create, gvr: gvrPod, object: pod("p", nil, []any{container(nil)}, []any{container(gpuRequests)}), params: settings, user: gpuTenant}, "GPU_RESOURCE_FORBIDDEN"},
 	{"xila-guard-gpu-pods", "KubeVirt's controller, for a VMI it controls", request{op: admission.Create, gvr: gvrPod, object: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(gpuLimits)}, nil), params: settings, user: kubevirtController}, ""},
+	{"xila-guard-gpu-pods", "KubeVirt's controller, for a VMI that holds no device", request{op: admission.Create, gvr: gvrPod, object: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(gpuLimits)}, nil), params: settingsHolding("nvidia.com/A10,"+gpuResource, gpuTenantNS+"/u2"), user: kubevirtController}, "GPU_DEVICE_NOT_HELD"},
+	{"xila-guard-gpu-pods", "KubeVirt's controller, for a VMI of that UID in another namespace", request{op: admission.Create, gvr: gvrPod, object: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(gpuLimits)}, nil), params: settingsHolding("nvidia.com/A10,"+gpuResource, "other/u1"), user: kubevirtController}, "GPU_DEVICE_NOT_HELD"},
+	{"xila-guard-gpu-pods", "KubeVirt's controller, while no VMI holds a device", request{op: admission.Create, gvr: gvrPod, object: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(gpuLimits)}, nil), params: settingsHolding("nvidia.com/A10,"+gpuResource, ""), user: kubevirtController}, "GPU_DEVICE_NOT_HELD"},
+	{"xila-guard-gpu-pods", "KubeVirt's controller, for a pod without a GPU of a VMI that holds none", request{op: admission.Create, gvr: gvrPod, object: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(plainLimits)}, nil), params: settingsHolding("nvidia.com/A10,"+gpuResource, ""), user: kubevirtController}, ""},
 	{"xila-guard-gpu-pods", "KubeVirt's controller with no owner", request{op: admission.Create, gvr: gvrPod, object: pod("p", nil, []any{container(gpuLimits)}, nil), params: settings, user: kubevirtController}, "GPU_RESOURCE_FORBIDDEN"},
 	{"xila-guard-gpu-pods", "KubeVirt's controller, VMI owner that is not the controller", request{op: admission.Create, gvr: gvrPod, object: pod("p", vmiNotCtrl, []any{container(gpuLimits)}, nil), params: settings, user: kubevirtController}, "GPU_RESOURCE_FORBIDDEN"},
 	{"xila-guard-gpu-pods", "another service account of KubeVirt's namespace", request{op: admission.Create, gvr: gvrPod, object: pod("p", vmiOwner, []any{container(gpuLimits)}, nil), params: settings, user: "system:serviceaccount:kubevirt:virt-handler"}, "GPU_RESOURCE_FORBIDDEN"},

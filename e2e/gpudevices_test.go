@@ -51,8 +51,10 @@ type gpuTenantKey struct{}
 // tenant orders a device of the platform's class; a VMI that names it is
 // admitted and holds it; a VMI that names the GPU directly is refused; a
 // launcher-shaped pod that KubeVirt's controller account creates for the
-// VMI gets a GPU from the device plugin and runs, and the tenant's copy
-// of it is refused.
+// VMI gets a GPU from the device plugin and runs once the VMI is recorded
+// as its device's holder, and the tenant's copy of it is refused; a VMI
+// naming a device that does not exist is admitted but its launcher pod
+// is refused.
 func TestGPUDevices(t *testing.T) {
 	f := features.New("GPUs for KubeVirt VMs only through a held device").
 		Setup(installGPUDevices).
@@ -120,7 +122,13 @@ func TestGPUDevices(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := kubevirt.CoreV1().Pods(ns).Create(ctx, launcher, metav1.CreateOptions{}); err != nil {
+			// KubeVirt retries a launcher pod the API server refuses; the
+			// settings record vm1 as its device's holder within moments.
+			err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				_, err = kubevirt.CoreV1().Pods(ns).Create(ctx, launcher, metav1.CreateOptions{})
+				return err == nil || !strings.Contains(err.Error(), "GPU_DEVICE_NOT_HELD: "), nil
+			})
+			if err != nil {
 				t.Fatalf("KubeVirt's controller creates the launcher pod: %v", err)
 			}
 			p := waitRunning(ctx, t, cs, ns, launcher.Name)
@@ -136,6 +144,29 @@ func TestGPUDevices(t *testing.T) {
 			_, err = tenant.CoreV1().Pods(ns).Create(ctx, copyPod, metav1.CreateOptions{})
 			if err == nil || !strings.Contains(err.Error(), "GPU_RESOURCE_FORBIDDEN: ") {
 				t.Errorf("the tenant's copy of the launcher pod: %v, want GPU_RESOURCE_FORBIDDEN", err)
+			}
+			return ctx
+		}).
+		Assess("a VMI naming a device that does not exist gets no GPU", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			ns := ctx.Value(gpuTenantKey{}).(string)
+			tenant := impersonated(t, cfg, gpuTenantBob, nil)
+			// The namespace holds a device, so the VMI itself is admitted:
+			// the device policy sees the namespace's devices one by one.
+			vmi, err := tenant.Resource(gvrVMI).Namespace(ns).Create(ctx, labVMI(ns, "vm-ghost", "gpu-ghost"), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("a VMI naming a device that does not exist: %v", err)
+			}
+			kubevirt, err := kubernetes.NewForConfig(impersonatedConfig(cfg, "system:serviceaccount:"+kubevirtNS+":"+kubevirtSA,
+				[]string{"system:serviceaccounts", "system:serviceaccounts:" + kubevirtNS, "system:authenticated"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = kubevirt.CoreV1().Pods(ns).Create(ctx, launcherPod(ns, vmi), metav1.CreateOptions{})
+			if err == nil || !strings.Contains(err.Error(), "GPU_DEVICE_NOT_HELD: ") {
+				t.Errorf("KubeVirt's controller's launcher pod of a VMI that holds no device: %v, want GPU_DEVICE_NOT_HELD", err)
+			}
+			if _, err := clientset(t, cfg).CoreV1().Pods(ns).Get(ctx, launcherPod(ns, vmi).Name, metav1.GetOptions{}); err == nil {
+				t.Errorf("a launcher pod of %s exists", vmi.GetName())
 			}
 			return ctx
 		}).

@@ -53,6 +53,9 @@ const (
 	// ReasonGPUDeviceClassMismatch: a VMI asks, through a GPUDevice, for a
 	// GPU other than the one the device's class offers.
 	ReasonGPUDeviceClassMismatch Reason = "GPU_DEVICE_CLASS_MISMATCH"
+	// ReasonGPUDeviceNotHeld: KubeVirt's launcher pod requests a GPU for a
+	// VMI that holds no GPUDevice.
+	ReasonGPUDeviceNotHeld Reason = "GPU_DEVICE_NOT_HELD"
 )
 
 // PolicyReasons lists the codes only the chart's admission policies give,
@@ -62,4 +65,5 @@ var PolicyReasons = []Reason{
 	ReasonAttestedEvidenceNotAllowed, ReasonReservedNamespace, ReasonServiceAddressNotAllowed,
 	ReasonGPUDeviceRequired, ReasonGPUResourceForbidden, ReasonUsageLabelReserved, ReasonDeviceFieldPlatformOnly,
 	ReasonGPUClassOfferImmutable, ReasonGPUClassDeleting, ReasonGPUDeviceHeld, ReasonGPUDeviceClassMismatch,
+	ReasonGPUDeviceNotHeld,
 }

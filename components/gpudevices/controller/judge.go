@@ -172,6 +172,20 @@ func ResourceNames(classes []gpuv1alpha1.GPUClass) string {
 	return strings.Join(slices.Compact(names), ",")
 }
 
+// Holders lists the VMIs that hold a device (Held, or Released while a
+// VMI still uses it) as <namespace>/<VMI UID>, sorted, distinct and
+// comma-separated: the settings ConfigMap's holders.
+func Holders(devices []gpuv1alpha1.GPUDevice) string {
+	out := make([]string, 0, len(devices))
+	for i := range devices {
+		if h := devices[i].Status.HeldBy; h != nil && h.UID != "" {
+			out = append(out, devices[i].Namespace+"/"+h.UID)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), ",")
+}
+
 // Usage records.
 const (
 	// recordPrefix starts the name of every usage record.

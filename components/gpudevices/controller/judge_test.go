@@ -293,3 +293,33 @@ func TestRecordData(t *testing.T) {
 		t.Error("recordOf does not match the record to its device")
 	}
 }
+
+func TestHolders(t *testing.T) {
+	device := func(ns, name string, phase gpuv1alpha1.GPUDevicePhase, holder string) gpuv1alpha1.GPUDevice {
+		d := gpuv1alpha1.GPUDevice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Status: gpuv1alpha1.GPUDeviceStatus{Phase: phase}}
+		if holder != "" {
+			d.Status.HeldBy = &gpuv1alpha1.GPUDeviceHolder{Name: "vm-" + holder, UID: holder}
+		}
+		return d
+	}
+	cases := []struct {
+		name    string
+		devices []gpuv1alpha1.GPUDevice
+		want    string
+	}{
+		{name: "none", want: ""},
+		{name: "free devices hold nothing", devices: []gpuv1alpha1.GPUDevice{device("acme", "a", gpuv1alpha1.GPUDeviceAvailable, ""), device("acme", "b", gpuv1alpha1.GPUDeviceInvalid, "")}, want: ""},
+		{name: "held and released, by namespace and UID, sorted",
+			devices: []gpuv1alpha1.GPUDevice{device("zeta", "a", gpuv1alpha1.GPUDeviceHeld, "u2"), device("acme", "b", gpuv1alpha1.GPUDeviceReleased, "u9"), device("acme", "c", gpuv1alpha1.GPUDeviceHeld, "u1")},
+			want:    "acme/u1,acme/u9,zeta/u2"},
+		{name: "a VMI holding two devices once", devices: []gpuv1alpha1.GPUDevice{device("acme", "a", gpuv1alpha1.GPUDeviceHeld, "u1"), device("acme", "b", gpuv1alpha1.GPUDeviceHeld, "u1")}, want: "acme/u1"},
+		{name: "the same UID in two namespaces twice", devices: []gpuv1alpha1.GPUDevice{device("a", "x", gpuv1alpha1.GPUDeviceHeld, "u1"), device("b", "x", gpuv1alpha1.GPUDeviceHeld, "u1")}, want: "a/u1,b/u1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Holders(tc.devices); got != tc.want {
+				t.Errorf("Holders = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -16,8 +16,9 @@ import (
 
 // SettingsReconciler keeps the settings ConfigMap of the platform
 // namespace: the GPU resource names of every class, which the pod policy
-// refuses to pods other than KubeVirt's launchers, and the user name of
-// KubeVirt's controller, which creates them. It exists even when no class
+// refuses to pods other than KubeVirt's launchers, the user name of
+// KubeVirt's controller, which creates them, and the VMIs that hold a
+// device, whose launchers alone may request them. It exists even when no class
 // does, since the policy refuses every GPU pod while it is missing.
 type SettingsReconciler struct {
 	// Client reads from the cache and writes the ConfigMap.
@@ -42,9 +43,14 @@ func (r *SettingsReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 	if err := r.Client.List(ctx, &classes); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing classes: %w", err)
 	}
+	var devices gpuv1alpha1.GPUDeviceList
+	if err := r.Client.List(ctx, &devices); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing devices: %w", err)
+	}
 	want := map[string]string{
 		gpuv1alpha1.SettingsKeyResourceNames:      ResourceNames(classes.Items),
 		gpuv1alpha1.SettingsKeyKubeVirtController: r.KubeVirtController,
+		gpuv1alpha1.SettingsKeyHolders:            Holders(devices.Items),
 	}
 	cm := &corev1.ConfigMap{}
 	err := r.Client.Get(ctx, r.key(), cm)

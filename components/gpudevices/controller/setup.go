@@ -99,6 +99,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Watches(&gpuv1alpha1.GPUClass{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 			return []reconcile.Request{settingsKey}
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A device's holder is in its status, which changes no generation.
+		Watches(&gpuv1alpha1.GPUDevice{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			return []reconcile.Request{settingsKey}
+		})).
 		// The ConfigMap is written at start even when there is no class.
 		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			q.Add(settingsKey)

@@ -64,8 +64,9 @@ const (
 
 	// SettingsConfigMap is the ConfigMap in the platform namespace that
 	// lists every GPU resource name of the classes (key
-	// SettingsKeyResourceNames, comma-separated, sorted) and names
-	// KubeVirt's controller (SettingsKeyKubeVirtController). The pod and VM
+	// SettingsKeyResourceNames, comma-separated, sorted), the VMIs that
+	// hold a device (SettingsKeyHolders) and names KubeVirt's controller
+	// (SettingsKeyKubeVirtController). The pod and VM
 	// policies read it as their parameter and refuse everything they match
 	// while it is missing.
 	SettingsConfigMap = "xila-guard-gpu-settings"
@@ -76,4 +77,9 @@ const (
 	// SettingsKeyKubeVirtController is the key of SettingsConfigMap that
 	// names the only user whose launcher pods may request a GPU for VMs.
 	SettingsKeyKubeVirtController = "kubevirtController"
+
+	// SettingsKeyHolders is the key of SettingsConfigMap that lists the
+	// VMIs holding a device, as <namespace>/<VMI UID> (comma-separated,
+	// sorted): only their launcher pods may request a GPU for VMs.
+	SettingsKeyHolders = "holders"
 )

@@ -73,6 +73,7 @@ func TestIntegrationDeviceLifecycle(t *testing.T) {
 	create(t, vmi)
 	d = waitDevice(t, ns, dev.Name, heldBy(vmi))
 	since := d.Status.HeldBy.Since
+	waitHolder(t, vmi, true)
 	waitEvent(t, ns, dev.Name, controller.EventDeviceHeld, "vm")
 	var record *corev1.ConfigMap
 	eventually(t, timeout, func() error {
@@ -131,11 +132,13 @@ func TestIntegrationDeviceLifecycle(t *testing.T) {
 	if _, err := getRecord(ns, dev.Name); err != nil {
 		t.Errorf("usage record of a released device in use: %v", err)
 	}
+	waitHolder(t, vmi, true)
 
 	// The VMI goes: so do the device and its record.
 	remove(t, vmi)
 	gone(t, dev)
 	gone(t, record)
+	waitHolder(t, vmi, false)
 	eventually(t, timeout, func() error {
 		c, err := getClass(class.Name)
 		if err != nil {

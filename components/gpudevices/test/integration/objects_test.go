@@ -194,6 +194,24 @@ func settingsValue() (string, error) {
 	return v, nil
 }
 
+// waitHolder waits until the settings' holders list the VMI (want), or
+// do not.
+func waitHolder(t *testing.T, vmi client.Object, want bool) {
+	t.Helper()
+	entry := vmi.GetNamespace() + "/" + string(vmi.GetUID())
+	eventually(t, timeout, func() error {
+		cm := &corev1.ConfigMap{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: platformNamespace, Name: gpuv1alpha1.SettingsConfigMap}, cm); err != nil {
+			return err
+		}
+		holders := cm.Data[gpuv1alpha1.SettingsKeyHolders]
+		if got := slices.Contains(strings.Split(holders, ","), entry); got != want {
+			return fmt.Errorf("settings holders %q list %s: %t, want %t", holders, entry, got, want)
+		}
+		return nil
+	})
+}
+
 // waitSettings waits until the settings list exactly the resource names
 // of the classes that exist, and check passes on the list.
 func waitSettings(t *testing.T, check func(names []string) error) {
