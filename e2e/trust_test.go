@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -313,6 +314,74 @@ func (e *trustEnv) bindHeld(c kubernetes.Interface, ns, node string, names *[]st
 	}
 }
 
+// replica is the resource GPU feature discovery and the device plugin
+// publish for time-sliced or MPS replicas of an NVIDIA GPU.
+const replica = "nvidia.com/gpu.shared"
+
+// setReplicas sets (n > 0) or removes the replicas node advertises, as the
+// administrator: what a device plugin, or anyone who may write a node's
+// status, can make it offer.
+func (e *trustEnv) setReplicas(ctx context.Context, node string, n int) error {
+	var v any
+	if n > 0 {
+		v = strconv.Itoa(n)
+	}
+	b, err := json.Marshal(map[string]any{"status": map[string]any{"capacity": map[string]any{replica: v}, "allocatable": map[string]any{replica: v}}})
+	if err != nil {
+		return err
+	}
+	_, err = e.admin.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, b, metav1.PatchOptions{}, "status")
+	return err
+}
+
+// dryBind binds a held pod to node as the Volcano binder without
+// persisting it: admission runs, nothing is bound.
+func (e *trustEnv) dryBind(ctx context.Context, ns, pod, node string) error {
+	return e.binder.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns},
+		Target: corev1.ObjectReference{Kind: "Node", Name: node}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+}
+
+// offeringReplica makes node offer one GPU replica, waits until the
+// webhook's node cache has it (a dry-run binding is refused), and then
+// binds a held pod there as Volcano's binder: the node's evidence says its
+// one device is exclusive, so the replica is a GPU it does not describe.
+func (e *trustEnv) offeringReplica(ns, node string, names *[]string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		name, err := e.held(ctx, ns)
+		if err != nil {
+			return fmt.Errorf("creating the held pod: %w", err)
+		}
+		*names = append(*names, ns+"/"+name)
+		if err := e.setReplicas(ctx, node, 1); err != nil {
+			return fmt.Errorf("advertising a replica on %s: %w", node, err)
+		}
+		_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			return e.dryBind(ctx, ns, name, node) != nil, nil
+		})
+		return lab.Bind(ctx, e.binder, ns, name, node)
+	}
+}
+
+// withoutReplica checks that the pod stayed unbound, removes the replica
+// and waits until a binding to node is admitted again.
+func (e *trustEnv) withoutReplica(node string, names *[]string) func(ctx context.Context) error {
+	unbound := e.unbound(names)
+	return func(ctx context.Context) error {
+		ns, name, _ := strings.Cut((*names)[len(*names)-1], "/")
+		if err := e.setReplicas(ctx, node, 0); err != nil {
+			return fmt.Errorf("removing the replica of %s: %w", node, err)
+		}
+		var last error
+		if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			last = e.dryBind(ctx, ns, name, node)
+			return last == nil, nil
+		}); err != nil {
+			return fmt.Errorf("a binding to %s is still refused once the replica is gone: %v", node, last)
+		}
+		return unbound(ctx)
+	}
+}
+
 // unbound checks that the last pod of names is not bound, and deletes it.
 func (e *trustEnv) unbound(names *[]string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
@@ -607,6 +676,8 @@ func (e *trustEnv) attempts() []attempt {
 		{"Volcano binds a tenant pod to a general node", "OUTSIDE_POOL", e.bindHeld(e.binder, ns, e.controlPlane, &held), e.unbound(&held)},
 		{"Volcano binds a tenant pod to a node that does not exist", "NODE_UNKNOWN", e.bindHeld(e.binder, ns, "xg-no-such-node", &held), e.unbound(&held)},
 		{"Volcano binds a pod of no tenant to a pool node", "BINDING_NOT_ALLOWED", e.bindHeld(e.binder, plainNS, e.compliant, &held), e.unbound(&held)},
+		{"Volcano binds a tenant pod to the compliant node while it offers a GPU replica its evidence does not describe", "EVIDENCE_INCOMPLETE",
+			e.offeringReplica(ns, e.compliant, &held), e.withoutReplica(e.compliant, &held)},
 		{"Volcano binds a tenant pod to the compliant node (control)", "", e.bindHeld(e.binder, ns, e.compliant, &held), func(ctx context.Context) error {
 			ns, name, _ := strings.Cut(held[len(held)-1], "/")
 			defer func() { _ = lab.DeletePod(ctx, e.admin, ns, name) }()
