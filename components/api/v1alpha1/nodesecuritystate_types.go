@@ -351,3 +351,10 @@ type NodeSecurityStateList struct {
 	// items are the states.
 	Items []NodeSecurityState `json:"items"`
 }
+
+// BoundEvidence is the record of this evidence a pod bound against it
+// carries (guard.AnnotationBoundEvidence): the node's UID and the
+// evidence's incarnation.
+func (s *NodeSecurityStateSpec) BoundEvidence() string {
+	return guard.BoundEvidence(string(s.NodeUID), s.Incarnation)
+}

@@ -285,7 +285,7 @@ func (b *Broker) judge(ctx context.Context, sess *session, who *identity, peer s
 	case nss.Spec.Source != v1alpha1.SourceAttested:
 		return pod, refuse(http.StatusForbidden, guard.ReasonEvidenceNotAttested, "the evidence of node %s is %s, not attested", node.Name, nss.Spec.Source)
 	}
-	if now := guard.BoundEvidence(string(nss.Spec.NodeUID), nss.Spec.Incarnation); now != bound {
+	if now := nss.Spec.BoundEvidence(); now != bound {
 		return pod, refuse(http.StatusForbidden, guard.ReasonNodeChanged, "pod %s/%s was bound against node evidence %s; the node's evidence is now %s", pod.Namespace, pod.Name, bound, now)
 	}
 	if want := teeTypes[sess.tee]; nss.Spec.TEE == nil || nss.Spec.TEE.Type != want {

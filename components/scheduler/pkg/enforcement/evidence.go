@@ -28,7 +28,7 @@ import (
 func (pl *Enforcement) recordEvidence(ctx context.Context, pod *corev1.Pod, nodeName string, state *v1alpha1.NodeSecurityState) *fwk.Status {
 	var value *string
 	if state != nil {
-		v := guard.BoundEvidence(string(state.Spec.NodeUID), state.Spec.Incarnation)
+		v := state.Spec.BoundEvidence()
 		value = &v
 	} else if _, ok := pod.Annotations[guard.AnnotationBoundEvidence]; !ok {
 		return nil

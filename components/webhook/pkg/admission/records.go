@@ -50,7 +50,7 @@ func (v *Validator) recordBinding(_ context.Context, req *admissionv1.AdmissionR
 		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{}})
 	}
 	key := strings.ReplaceAll(strings.ReplaceAll(guard.AnnotationBoundEvidence, "~", "~0"), "/", "~1")
-	ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + key, Value: guard.BoundEvidence(string(st.NodeUID), st.Incarnation)})
+	ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + key, Value: st.BoundEvidence()})
 	return outcome{patch: ops}
 }
 
@@ -64,7 +64,7 @@ func (v *Validator) recordViolation(b *corev1.Binding) (violation, bool) {
 	}
 	want := "none: the node has no evidence"
 	if st, ok := v.cfg.Cluster.State(b.Target.Name); ok {
-		if want = guard.BoundEvidence(string(st.NodeUID), st.Incarnation); rec == want {
+		if want = st.BoundEvidence(); rec == want {
 			return violation{}, false
 		}
 	}
