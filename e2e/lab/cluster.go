@@ -74,7 +74,7 @@ func (c *Cluster) ApplyCRDs(ctx context.Context) error {
 		return err
 	}
 	return c.run(ctx, "kubectl", "wait", "--for=condition=Established", "--timeout=60s", "crd/placementpolicies.guard.xila.us",
-		"crd/tenantbindings.guard.xila.us", "crd/nodesecuritystates.guard.xila.us")
+		"crd/tenantbindings.guard.xila.us", "crd/nodesecuritystates.guard.xila.us", "crd/policyparametersets.guard.xila.us")
 }
 
 // PlatformOnControlPlane are the values that keep every platform pod on
