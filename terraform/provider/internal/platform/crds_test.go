@@ -17,7 +17,8 @@ func TestLoadCRDsOfTheRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"gpuclasses.gpu.guard.xila.us", "gpudevices.gpu.guard.xila.us",
-		"keyreleasepolicies.guard.xila.us", "nodesecuritystates.guard.xila.us", "placementpolicies.guard.xila.us", "tenantbindings.guard.xila.us"}
+		"keyreleasepolicies.guard.xila.us", "nodesecuritystates.guard.xila.us", "placementpolicies.guard.xila.us", "policyparametersets.guard.xila.us",
+		"tenantbindings.guard.xila.us"}
 	if got := crds.Names(); !slices.Equal(got, want) {
 		t.Errorf("CRDs = %v, want %v", got, want)
 	}
