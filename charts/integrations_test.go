@@ -216,8 +216,8 @@ func TestWebhookConfigurations(t *testing.T) {
 			}
 		}
 	}
-	if n != 7 {
-		t.Errorf("%d webhooks, want 7 (pods and bindings of tenant and other namespaces, nodes, two integrations)", n)
+	if n != 8 {
+		t.Errorf("%d webhooks, want 8 (pods and bindings of tenant and other namespaces, tenant pods' addresses, nodes, two integrations)", n)
 	}
 	slices.Sort(configs)
 	slices.Sort(armJob)
@@ -230,6 +230,9 @@ func TestWebhookConfigurations(t *testing.T) {
 	}
 	if got := toYAML(t, field(pods.raw, "webhooks", 0, "rules", 0, "operations")); got != "- CREATE\n- UPDATE" {
 		t.Errorf("pod rules operations %s, want CREATE and UPDATE", got)
+	}
+	if got := toYAML(t, field(pods.raw, "webhooks", 2, "rules", 0, "resources")) + " " + toYAML(t, field(pods.raw, "webhooks", 2, "rules", 0, "operations")); got != "- pods/status - UPDATE" {
+		t.Errorf("pod address rules %s, want UPDATE of pods/status", got)
 	}
 	d := find(t, objs, "Deployment", "xila-guard-webhook")
 	if got := field(d.raw, "spec", "replicas"); got != float64(2) {

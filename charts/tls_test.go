@@ -73,8 +73,8 @@ func TestGeneratedTLS(t *testing.T) {
 			}
 		}
 	}
-	if n != 7 {
-		t.Errorf("%d webhooks, want 7", n)
+	if n != 8 {
+		t.Errorf("%d webhooks, want 8", n)
 	}
 }
 

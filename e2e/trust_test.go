@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
@@ -314,6 +316,80 @@ func (e *trustEnv) bindHeld(c kubernetes.Interface, ns, node string, names *[]st
 	}
 }
 
+// addressIn is an address of node's pod range (the tenth), as the admin
+// reads it.
+func (e *trustEnv) addressIn(ctx context.Context, node string) (string, error) {
+	n, err := e.admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if len(n.Spec.PodCIDRs) == 0 {
+		return "", fmt.Errorf("node %s has no pod range", node)
+	}
+	p, err := netip.ParsePrefix(n.Spec.PodCIDRs[0])
+	if err != nil {
+		return "", err
+	}
+	a := p.Masked().Addr()
+	for range 10 {
+		a = a.Next()
+	}
+	return a.String(), nil
+}
+
+// setAddress writes, as c (a kubelet) and as a dry run, the status of the
+// pod ns/name with the one address addr.
+func setAddress(ctx context.Context, admin, c kubernetes.Interface, ns, name, addr string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Status.PodIP, p.Status.PodIPs = addr, []corev1.PodIP{{IP: addr}}
+		_, err = c.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	})
+}
+
+// podAddress binds a held tenant pod to node, as Volcano's binder, and
+// gives it, as the node's kubelet, an address of other's pod range: the
+// address of a pod on another node, which the tenant's Services would
+// then send traffic to.
+func (e *trustEnv) podAddress(kubelet kubernetes.Interface, ns, node, other string, names *[]string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		name, err := e.held(ctx, ns)
+		if err != nil {
+			return fmt.Errorf("creating the held pod: %w", err)
+		}
+		*names = append(*names, ns+"/"+name)
+		if err := lab.Bind(ctx, e.binder, ns, name, node); err != nil {
+			return fmt.Errorf("binding the pod to %s: %w", node, err)
+		}
+		addr, err := e.addressIn(ctx, other)
+		if err != nil {
+			return err
+		}
+		return setAddress(ctx, e.admin, kubelet, ns, name, addr)
+	}
+}
+
+// ownPodAddress checks that the kubelet may give the pod an address of its
+// own node's range, and deletes the pod.
+func (e *trustEnv) ownPodAddress(kubelet kubernetes.Interface, node string, names *[]string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		ns, name, _ := strings.Cut((*names)[len(*names)-1], "/")
+		defer func() { _ = lab.DeletePod(ctx, e.admin, ns, name) }()
+		addr, err := e.addressIn(ctx, node)
+		if err != nil {
+			return err
+		}
+		if err := setAddress(ctx, e.admin, kubelet, ns, name, addr); err != nil {
+			return fmt.Errorf("the kubelet gives its pod %s, of its own range: %w", addr, err)
+		}
+		return nil
+	}
+}
+
 // replica is the resource GPU feature discovery and the device plugin
 // publish for time-sliced or MPS replicas of an NVIDIA GPU.
 const replica = "nvidia.com/gpu.shared"
@@ -493,6 +569,8 @@ func (e *trustEnv) attempts() []attempt {
 		// A node's mirror pod in the tenant's namespace: the tenant's
 		// placement on that node, judged like any other.
 		{"time-sliced worker's kubelet puts a mirror pod in the tenant's namespace", "TIME_SLICING_FORBIDDEN", e.mirrorPod(node(e.sliced), ns, e.sliced), nil},
+		{"compliant worker's kubelet gives its tenant pod an address of the time-sliced worker's pods", "POD_ADDRESS_OUTSIDE_NODE",
+			e.podAddress(w1, ns, e.compliant, e.sliced, &held), e.ownPodAddress(w1, e.compliant, &held)},
 		{"control plane's kubelet puts a mirror pod in the tenant's namespace", "OUTSIDE_POOL", e.mirrorPod(cp, ns, e.controlPlane), nil},
 		// Evidence, from a node's seat.
 		{"node claims exclusive GPUs", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {

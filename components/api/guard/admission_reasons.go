@@ -67,6 +67,11 @@ const (
 	// tenant's pool (spec.addedNodeSelector without the pool label, or with
 	// another pool), or sends the VMI to another cluster (spec.sendTo).
 	ReasonMigrationOutsidePool Reason = "MIGRATION_OUTSIDE_POOL"
+	// ReasonPodAddressOutsideNode: a status write gives a protected pod an
+	// address outside its node's pod ranges (spec.podCIDRs), such as
+	// another node's pod's, which would make that pod an endpoint of the
+	// tenant's Services.
+	ReasonPodAddressOutsideNode Reason = "POD_ADDRESS_OUTSIDE_NODE"
 	// ReasonBoundEvidenceReserved: a principal other than the controlled
 	// scheduler adds, changes or removes a pod's AnnotationBoundEvidence
 	// (at CREATE, UPDATE, through pods/status or a binding). The API
@@ -90,6 +95,6 @@ var AdmissionReasons = []Reason{
 	ReasonHostNetwork, ReasonHostPID, ReasonHostIPC, ReasonHostPathVolume,
 	ReasonPodSecurityBaseline, ReasonPodSecurityRestricted, ReasonImageNotPinned, ReasonImageNotAllowed, ReasonForeignPool, ReasonSchedulerProfileMismatch,
 	ReasonPoolToleration, ReasonPoolSelector, ReasonPoolNodeName, ReasonNodeUnknown,
-	ReasonBindingNotAllowed, ReasonPoolMembershipLocked, ReasonMigrationOutsidePool, ReasonBoundEvidenceReserved,
+	ReasonBindingNotAllowed, ReasonPoolMembershipLocked, ReasonMigrationOutsidePool, ReasonPodAddressOutsideNode, ReasonBoundEvidenceReserved,
 	ReasonUnexpectedRequest, ReasonLookupFailed,
 }

@@ -68,7 +68,7 @@ func (m *Metrics) observe(resource, operation string, o outcome, d time.Duration
 }
 
 var (
-	knownResources  = []string{"pods", "pods/ephemeralcontainers", "pods/binding", "bindings", "nodes", "virtualmachineinstancemigrations.kubevirt.io"}
+	knownResources  = []string{"pods", "pods/ephemeralcontainers", "pods/status", "pods/binding", "bindings", "nodes", "virtualmachineinstancemigrations.kubevirt.io"}
 	knownOperations = []string{"CREATE", "UPDATE", "DELETE", "CONNECT"}
 )
 

@@ -158,7 +158,7 @@ func TestWrongKind(t *testing.T) {
 		{"pod to the nodes path", v.NodesHandler(), request(t, "pods", "", admissionv1.Create, plainNS, "u", pod, nil)},
 		{"pod to the bindings path", v.BindingsHandler(), request(t, "pods", "", admissionv1.Create, plainNS, "u", pod, nil)},
 		{"node object as a pod", v.PodsHandler(), request(t, "pods", "", admissionv1.Create, plainNS, "u", node(nil), nil)},
-		{"pods/status", v.PodsHandler(), request(t, "pods", "status", admissionv1.Update, plainNS, "u", pod, pod)},
+		{"pods/log", v.PodsHandler(), request(t, "pods", "log", admissionv1.Update, plainNS, "u", pod, pod)},
 		{"pod DELETE", v.PodsHandler(), request(t, "pods", "", admissionv1.Delete, plainNS, "u", nil, pod)},
 		{"no object", v.PodsHandler(), request(t, "pods", "", admissionv1.Create, plainNS, "u", nil, nil)},
 		{"update without old object", v.PodsHandler(), request(t, "pods", "", admissionv1.Update, plainNS, "u", pod, nil)},

@@ -98,6 +98,8 @@ func (v *Validator) validatePod(ctx context.Context, req *admissionv1.AdmissionR
 	}
 	switch req.SubResource {
 	case "", "ephemeralcontainers":
+	case "status":
+		return v.validatePodStatus(ctx, req)
 	default:
 		return unexpected("request", "subresource pods/%s is not judged here", req.SubResource)
 	}

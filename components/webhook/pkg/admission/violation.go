@@ -25,6 +25,7 @@ const (
 	RulePoolNodeName   = "pool-node-name"
 	RuleBinding        = "binding"
 	RuleMirrorPod      = "protected-mirror-pod"
+	RulePodAddress     = "protected-pod-address"
 	RuleRecord         = "binding-record"
 	RuleNodePool       = "node-pool-lock"
 	RuleRequest        = "request"
