@@ -43,7 +43,11 @@ func TestPodAddresses(t *testing.T) {
 		{"the kubelet gives its pod another node's pod's address", tenantNS, kubelet, running(tenantNS, poolNode), running(tenantNS, poolNode, "10.244.2.5"), guard.ReasonPodAddressOutsideNode},
 		{"an address of another family outside the ranges", tenantNS, kubelet, running(tenantNS, poolNode, "10.244.1.7"), running(tenantNS, poolNode, "10.244.1.7", "fd00:10:244:2::7"), guard.ReasonPodAddressOutsideNode},
 		{"only podIPs changes", tenantNS, kubelet, running(tenantNS, poolNode, "10.244.1.7"),
-			func() *corev1.Pod { p := running(tenantNS, poolNode, "10.244.1.7"); p.Status.PodIPs[0].IP = "172.18.0.3"; return p }(), guard.ReasonPodAddressOutsideNode},
+			func() *corev1.Pod {
+				p := running(tenantNS, poolNode, "10.244.1.7")
+				p.Status.PodIPs[0].IP = "172.18.0.3"
+				return p
+			}(), guard.ReasonPodAddressOutsideNode},
 		{"an address that does not parse", tenantNS, kubelet, running(tenantNS, poolNode), running(tenantNS, poolNode, "10.244.1.300"), guard.ReasonPodAddressOutsideNode},
 		{"an administrator writes the address", unlabelledNS, "kubernetes-admin", running(unlabelledNS, poolNode), running(unlabelledNS, poolNode, "10.244.2.5"), guard.ReasonPodAddressOutsideNode},
 		{"a pod bound to no node gets addresses", tenantNS, "kubernetes-admin", running(tenantNS, ""), running(tenantNS, "", "10.244.1.7"), guard.ReasonPodAddressOutsideNode},
@@ -53,7 +57,11 @@ func TestPodAddresses(t *testing.T) {
 		{"a node without ranges is not judged", tenantNS, "system:node:" + plainNode, running(tenantNS, plainNode), running(tenantNS, plainNode, "10.244.2.5"), ""},
 		{"a pod of no tenant", "team-web", kubelet, running("team-web", poolNode), running("team-web", poolNode, "10.244.2.5"), ""},
 		{"a host-network pod", tenantNS, kubelet, running(tenantNS, poolNode),
-			func() *corev1.Pod { p := running(tenantNS, poolNode, "172.18.0.3"); p.Spec.HostNetwork = true; return p }(), ""},
+			func() *corev1.Pod {
+				p := running(tenantNS, poolNode, "172.18.0.3")
+				p.Spec.HostNetwork = true
+				return p
+			}(), ""},
 		{"addresses removed", tenantNS, kubelet, running(tenantNS, poolNode, "10.244.1.7"), running(tenantNS, poolNode), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
