@@ -43,13 +43,7 @@ func registerAddresses(t *testing.T, w *webhook) {
 			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "changes-the-pod-addresses", Expression: strings.TrimSpace(string(cond))}},
 		}},
 	}
-	ctx := context.Background()
-	if _, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
-	})
+	createConfig(t, cfg)
 }
 
 // TestIntegrationPodAddresses: a node writes the status of its own tenant

@@ -154,12 +154,17 @@ func register(t *testing.T, name string, w *webhook, sel *metav1.LabelSelector, 
 		h.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "pool-membership-changes", Expression: poolChange(t)}}
 		cfg.Webhooks = append(cfg.Webhooks, h)
 	}
-	ctx := context.Background()
-	if _, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+	createConfig(t, cfg)
+}
+
+// createConfig creates cfg and deletes it when the test ends.
+func createConfig(t *testing.T, cfg *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	t.Helper()
+	if _, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), cfg, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), cfg.Name, metav1.DeleteOptions{})
 	})
 }
 

@@ -151,13 +151,7 @@ func registerMigrations(t *testing.T, w *webhook) {
 				{Key: guard.LabelTenant, Operator: metav1.LabelSelectorOpExists}}},
 		}},
 	}
-	ctx := context.Background()
-	if _, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, cfg.Name, metav1.DeleteOptions{})
-	})
+	createConfig(t, cfg)
 }
 
 // newMigration is a VirtualMachineInstanceMigration of VMI vmi in ns;
