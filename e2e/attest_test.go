@@ -63,7 +63,10 @@ func attestedFrom(ctx context.Context, t *testing.T) *tenantPool {
 // replayed from another node is PEER_MISMATCH; another tenant's pod on the
 // same worker is KEY_NOT_OWNED; while the worker's attestation is stale
 // the running pod is ATTESTATION_STALE, and once the worker is attested
-// anew NODE_CHANGED, while a pod bound after gets the key.
+// anew NODE_CHANGED, while a pod bound after gets the key. A pod that
+// Volcano's binder binds to the attested worker gets the key as well (the
+// webhook records the evidence it judged the binding on), and its binding
+// to the tampered worker is refused.
 func TestAttestation(t *testing.T) {
 	f := features.New("attested evidence: lab TEE, verified reports, attestation-gated placement").
 		Setup(installAttestation).
@@ -152,6 +155,53 @@ func TestAttestation(t *testing.T) {
 				return r.Decision == "released" && r.Pod == p.Name && r.Namespace == a.tenant && r.Tenant == a.tenant &&
 					r.Key == k.resource && r.Node == w && r.Peer == p.Status.PodIP
 			})
+			return ctx
+		}).
+		Assess("key release: a pod Volcano's binder placed on the attested worker gets the key too", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			a, k := attestedFrom(ctx, t), keyReleaseFrom(ctx, t)
+			cs := clientset(t, cfg)
+			w := a.workers[attestedWorker]
+			c := labCluster(t, cfg)
+			volcano, err := c.Profile("volcano")
+			if err != nil {
+				t.Fatal(err)
+			}
+			binder, err := c.AsServiceAccount(binderAccount(t, volcano))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A pod of a Volcano Job: no scheduler of this cluster picks
+			// it up, the test binds it as Volcano's binder would.
+			p := kbsPod("volcano-holder", "--hold")
+			p.Labels = workloadLabels["volcano"]
+			p.Spec.SchedulerName = volcano["schedulerName"].(string)
+			p.Spec.Tolerations = []corev1.Toleration{{Key: lab.PoolLabel, Operator: corev1.TolerationOpEqual, Value: a.tenant, Effect: corev1.TaintEffectNoSchedule}}
+			if _, err := cs.CoreV1().Pods(a.tenant).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("creating the Volcano pod: %v", err)
+			}
+			if err := lab.Bind(ctx, binder, a.tenant, p.Name, w); err != nil {
+				t.Fatalf("Volcano's binder binding its pod to the attested worker %s: %v", w, err)
+			}
+			running := waitRunning(ctx, t, cs, a.tenant, p.Name)
+			// The webhook recorded the evidence it judged the binding on,
+			// as the controlled scheduler does at PreBind.
+			wantBoundEvidence(t, running, waitAttested(ctx, t, cfg, w, time.Minute, func(*attestedSpec) bool { return true }))
+			wantReleased(t, "the Volcano pod", kbsExec(ctx, t, cfg, a.tenant, p.Name, k.resource), k.sha256)
+			waitAudit(ctx, t, cs, "the Volcano pod's key", func(r *auditRecord) bool {
+				return r.Decision == "released" && r.Pod == p.Name && r.Namespace == a.tenant && r.Key == k.resource && r.Node == w
+			})
+			// Bound to the tampered worker, the same pod is refused at the
+			// binding, before it could ask for anything.
+			q := p.DeepCopy()
+			q.Name = "volcano-tampered"
+			if _, err := cs.CoreV1().Pods(a.tenant).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("creating the second Volcano pod: %v", err)
+			}
+			err = lab.Bind(ctx, binder, a.tenant, q.Name, a.workers[tamperedWorker])
+			if msg, denied := lab.AdmissionDenial(err); !denied || !strings.Contains(msg, "MEASUREMENT_NOT_ALLOWED") {
+				t.Errorf("Volcano's binder binding a pod to the tampered worker: want MEASUREMENT_NOT_ALLOWED, got %v", err)
+			}
+			deletePodNow(ctx, t, cs, q)
 			return ctx
 		}).
 		Assess("key release: the holder's token replayed from another node is PEER_MISMATCH", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -318,27 +368,65 @@ func installAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 
 // helmInstallAttestation installs or upgrades the chart with the
 // attestation controller in profile, the attesters of the tampered workers
-// stating tamperedMeasurement and the others allowedMeasurement.
+// stating tamperedMeasurement and the others allowedMeasurement, and the
+// Volcano integration, whose binder it lets bind.
 func helmInstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config, profile string, tampered ...string) {
 	t.Helper()
-	args := []string{"--kubeconfig", cfg.KubeconfigFile(),
-		"upgrade", "--install", releaseName, filepath.Join(suite.RepoRoot, "charts/xila-guard"),
-		"-n", platformNS, "--create-namespace", "--wait", "--timeout", "3m",
-		"-f", filepath.Join(suite.RepoRoot, "e2e/testdata/attest-values.yaml"),
-		"--set", "image.tag=" + suite.ImageTag, "--set", "confidential.profile=" + profile,
-		"--set", "confidential.attester.lab.measurement=" + allowedMeasurement,
-		"--set", "confidential.referenceValues.measurements[0].tee=SEV-SNP",
-		"--set", "confidential.referenceValues.measurements[0].measurement=" + allowedMeasurement}
+	c := labCluster(t, cfg)
+	values, err := lab.ValuesFile(filepath.Join(suite.RepoRoot, "e2e/testdata/attest-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	volcano, err := c.Profile("volcano")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.GrantBinding(ctx, binderRole, binderAccount(t, volcano)); err != nil {
+		t.Fatal(err)
+	}
+	measurements := map[string]any{}
 	for _, w := range tampered {
-		args = append(args, "--set", "confidential.attester.lab.nodeMeasurements."+w+"="+tamperedMeasurement)
+		measurements[w] = tamperedMeasurement
 	}
-	// The NetworkPolicy agent enforces the chart's policies around the
-	// attesters and the challenge endpoint.
-	args = append(args, "--set", "networkPolicy.enabled=true")
+	values = lab.Merge(values, map[string]any{
+		"confidential": map[string]any{
+			"profile": profile,
+			"attester": map[string]any{"lab": map[string]any{
+				"measurement": allowedMeasurement, "nodeMeasurements": measurements}},
+			"referenceValues": map[string]any{"measurements": []any{
+				map[string]any{"tee": "SEV-SNP", "measurement": allowedMeasurement}}},
+		},
+		"orchestratorIntegrations": []any{volcano},
+		// The NetworkPolicy agent enforces the chart's policies around the
+		// attesters and the challenge endpoint.
+		"networkPolicy": map[string]any{"enabled": true},
+	})
 	if !nodeHasCapBPF(ctx, t, workerNames(ctx, t, clientset(t, cfg))[0]) {
-		args = append(args, "--set", "networkPolicy.extraCapabilities={SYS_ADMIN}")
+		values = lab.Merge(values, map[string]any{"networkPolicy": map[string]any{"extraCapabilities": []any{"SYS_ADMIN"}}})
 	}
-	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), args...)
+	if err := c.InstallChart(ctx, values); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// labCluster is the lab's view of the cluster of cfg.
+func labCluster(t *testing.T, cfg *envconf.Config) *lab.Cluster {
+	t.Helper()
+	c, err := lab.NewCluster(cfg.KubeconfigFile(), suite.BinDir, suite.RepoRoot, suite.ImageTag, suite.Agnhost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// binderAccount is the one binder account of an integration profile.
+func binderAccount(t *testing.T, integration map[string]any) string {
+	t.Helper()
+	binders, _ := integration["binderServiceAccounts"].([]any)
+	if len(binders) != 1 {
+		t.Fatalf("integration %v: want one binder account, got %v", integration["name"], binders)
+	}
+	return binders[0].(string)
 }
 
 // uninstallAttestation gives the workers back and removes what the test
@@ -355,6 +443,9 @@ func uninstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config
 	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
 		"uninstall", releaseName, "-n", platformNS, "--wait")
 	_ = cs.CoreV1().Secrets(platformNS).Delete(ctx, "xila-guard-attest-lab-chain", metav1.DeleteOptions{})
+	if err := labCluster(t, cfg).RevokeBinding(ctx, binderRole); err != nil {
+		t.Errorf("revoking %s: %v", binderRole, err)
+	}
 	for _, w := range a.workers {
 		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: nil})
 	}

@@ -27,3 +27,17 @@ func (c *Cluster) Profile(name string) (map[string]any, error) {
 	}
 	return p.Integration, nil
 }
+
+// ValuesFile reads a chart values file into a values map for InstallChart.
+func ValuesFile(path string) (map[string]any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	values := map[string]any{}
+	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&values); err != nil {
+		return nil, fmt.Errorf("values %s: %w", path, err)
+	}
+	return values, nil
+}
