@@ -144,7 +144,7 @@ func TestIntegrationAttestedEvidence(t *testing.T) {
 		{"administrator deletes attested evidence (the node is left with none)", admin, existing(v1alpha1.SourceAttested), remove, ""},
 	}
 	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run("G-ATTESTED-EVIDENCE "+tc.name, func(t *testing.T) {
 			name := "attested-" + string(rune('a'+i))
 			tc.setup(t, name)
 			err := tc.do(t, tc.who.guardClient(t), name)

@@ -120,6 +120,10 @@ var boundEvidenceCases = []boundEvidenceCase{
 // on the requests above, compiled in the CEL environment of each
 // supported Kubernetes minor, with the user of every refusal named.
 func TestBoundEvidencePolicy(t *testing.T) {
+	t.Run("G-BOUND-EVIDENCE only the scheduler's account writes the record", testBoundEvidencePolicy)
+}
+
+func testBoundEvidencePolicy(t *testing.T) {
 	p, ok := renderedPolicies(t, withTestCA(t, readValues(t, "enforcement")))[boundEvidencePolicy]
 	if !ok {
 		t.Fatalf("the chart renders no policy %s", boundEvidencePolicy)
@@ -227,6 +231,10 @@ func anyStrings(v any) []string {
 // node's evidence), and nothing else of theirs may; a report-only
 // integration's binder may not.
 func TestBoundEvidencePolicyRecordBinders(t *testing.T) {
+	t.Run("G-BOUND-EVIDENCE an enforcing integration's binder brings the record on its bindings only", testBoundEvidencePolicyRecordBinders)
+}
+
+func testBoundEvidencePolicyRecordBinders(t *testing.T) {
 	p, ok := renderedPolicies(t, withTestCA(t, readValues(t, "enforcement-integrations")))[boundEvidencePolicy]
 	if !ok {
 		t.Fatalf("the chart renders no policy %s", boundEvidencePolicy)

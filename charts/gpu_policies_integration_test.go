@@ -260,65 +260,65 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 	protectedClass := class("h100", classSpecOld, []any{classFinalizer}, false)
 	attempts := []gpuAttempt{
 		// 1. GPUs in VMs only with the device label.
-		{name: "tenant VMI naming the GPU directly", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withGPU), want: "GPU_DEVICE_REQUIRED"},
-		{name: "tenant VMI through its device", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(labelled, withGPU)},
-		{name: "tenant VMI with a host device", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withHost), want: "GPU_DEVICE_REQUIRED"},
-		{name: "tenant VMI with a DRA claim", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withDRA), want: "GPU_DEVICE_REQUIRED"},
-		{name: "tenant VMI with a GPU resource", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withRes), want: "GPU_DEVICE_REQUIRED"},
-		{name: "tenant VMI naming a device another VMI holds", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
+		{name: "G-GPU-VM-DEVICES tenant VMI naming the GPU directly", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withGPU), want: "GPU_DEVICE_REQUIRED"},
+		{name: "G-GPU-VM-DEVICES tenant VMI through its device", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(labelled, withGPU)},
+		{name: "G-GPU-VM-DEVICES tenant VMI with a host device", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withHost), want: "GPU_DEVICE_REQUIRED"},
+		{name: "G-GPU-VM-DEVICES tenant VMI with a DRA claim", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withDRA), want: "GPU_DEVICE_REQUIRED"},
+		{name: "G-GPU-VM-DEVICES tenant VMI with a GPU resource", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withRes), want: "GPU_DEVICE_REQUIRED"},
+		{name: "G-GPU-VM-DEVICES tenant VMI naming a device another VMI holds", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
 			obj: vmi(map[string]any{deviceLabel: "h100-held"}, withGPU), want: "GPU_DEVICE_HELD"},
-		{name: "KubeVirt's controller writes a VMI naming a device another VMI holds", who: kubevirtCtrl, gvr: gvrVMI, ns: gpuTenantNS,
+		{name: "G-GPU-VM-DEVICES KubeVirt's controller writes a VMI naming a device another VMI holds", who: kubevirtCtrl, gvr: gvrVMI, ns: gpuTenantNS,
 			obj: vmi(map[string]any{deviceLabel: "h100-held"}, withGPU), want: "GPU_DEVICE_HELD"},
-		{name: "tenant VMI naming a free device of its class", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(map[string]any{deviceLabel: "h100-free"}, withGPU)},
-		{name: "tenant VMI asking a device for another GPU than its class offers", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
+		{name: "G-GPU-VM-DEVICES tenant VMI naming a free device of its class", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(map[string]any{deviceLabel: "h100-free"}, withGPU)},
+		{name: "G-GPU-VM-DEVICES tenant VMI asking a device for another GPU than its class offers", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
 			obj: vmi(map[string]any{deviceLabel: "h100-free"}, vmiSpec(nil, map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}}, nil)), want: "GPU_DEVICE_CLASS_MISMATCH"},
-		{name: "tenant VMI limiting nvidia.com/gpu, which no class sells", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
+		{name: "G-GPU-VM-DEVICES tenant VMI limiting nvidia.com/gpu, which no class sells", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
 			obj: vmi(nil, vmiSpec(nil, map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}}, nil)), want: "GPU_DEVICE_REQUIRED"},
-		{name: "tenant VMI requesting another vendor's GPU", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
+		{name: "G-GPU-VM-DEVICES tenant VMI requesting another vendor's GPU", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
 			obj: vmi(nil, vmiSpec(nil, map[string]any{"requests": map[string]any{"amd.com/gpu": "1"}}, nil)), want: "GPU_DEVICE_REQUIRED"},
-		{name: "KubeVirt's controller writes the VMI of an unlabelled VM", who: kubevirtCtrl, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withGPU), want: "GPU_DEVICE_REQUIRED"},
-		{name: "a cluster admin's VMI", who: admin, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withGPU), want: "GPU_DEVICE_REQUIRED"},
-		{name: "a VMI without GPUs", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withCPU)},
-		{name: "a VMI outside the tenant namespaces", who: admin, gvr: gvrVMI, ns: "team-web", obj: with(vmi(nil, withGPU), "metadata", map[string]any{"name": "vm1", "namespace": "team-web"})},
-		{name: "tenant VM with an unlabelled template", who: tenantAlice, gvr: gvrVM, ns: gpuTenantNS, obj: kobj("kubevirt.io/v1", "VirtualMachine", meta("vm", labelled), map[string]any{"template": template(nil, withGPU)}), want: "GPU_DEVICE_REQUIRED"},
-		{name: "tenant VM with a labelled template", who: tenantAlice, gvr: gvrVM, ns: gpuTenantNS, obj: kobj("kubevirt.io/v1", "VirtualMachine", meta("vm", nil), map[string]any{"template": template(labelled, withGPU)})},
-		{name: "tenant replica set", who: tenantAlice, gvr: gvrVMIRS, ns: gpuTenantNS, obj: kobj("kubevirt.io/v1", "VirtualMachineInstanceReplicaSet", meta("rs", nil), map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "x"}}, "template": template(map[string]any{"app": "x"}, withHost)}), want: "GPU_DEVICE_REQUIRED"},
-		{name: "tenant pool", who: tenantAlice, gvr: gvrPool, ns: gpuTenantNS, obj: kobj("pool.kubevirt.io/v1beta1", "VirtualMachinePool", meta("pool", nil), map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "x"}}, "virtualMachineTemplate": map[string]any{"spec": map[string]any{"template": template(nil, withRes)}}}), want: "GPU_DEVICE_REQUIRED"},
-		{name: "tenant instance type", who: tenantAlice, gvr: gvrIT, ns: gpuTenantNS, obj: kobj("instancetype.kubevirt.io/v1beta1", "VirtualMachineInstancetype", meta("big", nil), map[string]any{"cpu": map[string]any{"guest": int64(4)}, "memory": map[string]any{"guest": "8Gi"}, "gpus": []any{map[string]any{"name": "g", "deviceName": gpuResource}}}), want: "GPU_DEVICE_REQUIRED"},
-		{name: "tenant instance type with the label", who: tenantAlice, gvr: gvrIT, ns: gpuTenantNS, obj: kobj("instancetype.kubevirt.io/v1beta1", "VirtualMachineInstancetype", meta("big", labelled), map[string]any{"cpu": map[string]any{"guest": int64(4)}, "memory": map[string]any{"guest": "8Gi"}, "gpus": []any{map[string]any{"name": "g", "deviceName": gpuResource}}})},
+		{name: "G-GPU-VM-DEVICES KubeVirt's controller writes the VMI of an unlabelled VM", who: kubevirtCtrl, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withGPU), want: "GPU_DEVICE_REQUIRED"},
+		{name: "G-GPU-VM-DEVICES a cluster admin's VMI", who: admin, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withGPU), want: "GPU_DEVICE_REQUIRED"},
+		{name: "G-GPU-VM-DEVICES a VMI without GPUs", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withCPU)},
+		{name: "G-GPU-VM-DEVICES a VMI outside the tenant namespaces", who: admin, gvr: gvrVMI, ns: "team-web", obj: with(vmi(nil, withGPU), "metadata", map[string]any{"name": "vm1", "namespace": "team-web"})},
+		{name: "G-GPU-VM-DEVICES tenant VM with an unlabelled template", who: tenantAlice, gvr: gvrVM, ns: gpuTenantNS, obj: kobj("kubevirt.io/v1", "VirtualMachine", meta("vm", labelled), map[string]any{"template": template(nil, withGPU)}), want: "GPU_DEVICE_REQUIRED"},
+		{name: "G-GPU-VM-DEVICES tenant VM with a labelled template", who: tenantAlice, gvr: gvrVM, ns: gpuTenantNS, obj: kobj("kubevirt.io/v1", "VirtualMachine", meta("vm", nil), map[string]any{"template": template(labelled, withGPU)})},
+		{name: "G-GPU-VM-DEVICES tenant replica set", who: tenantAlice, gvr: gvrVMIRS, ns: gpuTenantNS, obj: kobj("kubevirt.io/v1", "VirtualMachineInstanceReplicaSet", meta("rs", nil), map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "x"}}, "template": template(map[string]any{"app": "x"}, withHost)}), want: "GPU_DEVICE_REQUIRED"},
+		{name: "G-GPU-VM-DEVICES tenant pool", who: tenantAlice, gvr: gvrPool, ns: gpuTenantNS, obj: kobj("pool.kubevirt.io/v1beta1", "VirtualMachinePool", meta("pool", nil), map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "x"}}, "virtualMachineTemplate": map[string]any{"spec": map[string]any{"template": template(nil, withRes)}}}), want: "GPU_DEVICE_REQUIRED"},
+		{name: "G-GPU-VM-DEVICES tenant instance type", who: tenantAlice, gvr: gvrIT, ns: gpuTenantNS, obj: kobj("instancetype.kubevirt.io/v1beta1", "VirtualMachineInstancetype", meta("big", nil), map[string]any{"cpu": map[string]any{"guest": int64(4)}, "memory": map[string]any{"guest": "8Gi"}, "gpus": []any{map[string]any{"name": "g", "deviceName": gpuResource}}}), want: "GPU_DEVICE_REQUIRED"},
+		{name: "G-GPU-VM-DEVICES tenant instance type with the label", who: tenantAlice, gvr: gvrIT, ns: gpuTenantNS, obj: kobj("instancetype.kubevirt.io/v1beta1", "VirtualMachineInstancetype", meta("big", labelled), map[string]any{"cpu": map[string]any{"guest": int64(4)}, "memory": map[string]any{"guest": "8Gi"}, "gpus": []any{map[string]any{"name": "g", "deviceName": gpuResource}}})},
 
 		// 2. GPU pods only from KubeVirt's controller, for a VMI.
-		{name: "KubeVirt's controller creates a launcher pod", who: kubevirtCtrl, gvr: gvrPod, ns: gpuTenantNS, obj: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(gpuLimits)}, nil)},
-		{name: "KubeVirt's controller creates the launcher pod of a VMI that holds no device", who: kubevirtCtrl, gvr: gvrPod, ns: gpuTenantNS,
+		{name: "G-GPU-PODS KubeVirt's controller creates a launcher pod", who: kubevirtCtrl, gvr: gvrPod, ns: gpuTenantNS, obj: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(gpuLimits)}, nil)},
+		{name: "G-GPU-PODS KubeVirt's controller creates the launcher pod of a VMI that holds no device", who: kubevirtCtrl, gvr: gvrPod, ns: gpuTenantNS,
 			obj: pod("virt-launcher-ghost-abcde", with(vmiOwner, "uid", "u-ghost"), []any{container(gpuLimits)}, nil), want: "GPU_DEVICE_NOT_HELD"},
-		{name: "a tenant's copy of the launcher pod", who: tenantAlice, gvr: gvrPod, ns: gpuTenantNS, obj: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(gpuLimits)}, nil), want: "GPU_RESOURCE_FORBIDDEN"},
-		{name: "a tenant service account's GPU pod", who: tenantSA, gvr: gvrPod, ns: gpuTenantNS, obj: pod("p", nil, []any{container(map[string]any{"requests": map[string]any{"nvidia.com/A10": "1"}, "limits": map[string]any{"nvidia.com/A10": "1"}})}, nil), want: "GPU_RESOURCE_FORBIDDEN"},
-		{name: "virt-handler's pod", who: virtHandler, gvr: gvrPod, ns: gpuTenantNS, obj: pod("p", vmiOwner, []any{container(gpuLimits)}, nil), want: "GPU_RESOURCE_FORBIDDEN"},
-		{name: "KubeVirt's controller without a VMI owner", who: kubevirtCtrl, gvr: gvrPod, ns: gpuTenantNS, obj: pod("p", nil, []any{container(gpuLimits)}, nil), want: "GPU_RESOURCE_FORBIDDEN"},
-		{name: "a tenant pod without GPUs", who: tenantAlice, gvr: gvrPod, ns: gpuTenantNS, obj: pod("p", nil, []any{container(plainLimits)}, nil)},
+		{name: "G-GPU-PODS a tenant's copy of the launcher pod", who: tenantAlice, gvr: gvrPod, ns: gpuTenantNS, obj: pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(gpuLimits)}, nil), want: "GPU_RESOURCE_FORBIDDEN"},
+		{name: "G-GPU-PODS a tenant service account's GPU pod", who: tenantSA, gvr: gvrPod, ns: gpuTenantNS, obj: pod("p", nil, []any{container(map[string]any{"requests": map[string]any{"nvidia.com/A10": "1"}, "limits": map[string]any{"nvidia.com/A10": "1"}})}, nil), want: "GPU_RESOURCE_FORBIDDEN"},
+		{name: "G-GPU-PODS virt-handler's pod", who: virtHandler, gvr: gvrPod, ns: gpuTenantNS, obj: pod("p", vmiOwner, []any{container(gpuLimits)}, nil), want: "GPU_RESOURCE_FORBIDDEN"},
+		{name: "G-GPU-PODS KubeVirt's controller without a VMI owner", who: kubevirtCtrl, gvr: gvrPod, ns: gpuTenantNS, obj: pod("p", nil, []any{container(gpuLimits)}, nil), want: "GPU_RESOURCE_FORBIDDEN"},
+		{name: "G-GPU-PODS a tenant pod without GPUs", who: tenantAlice, gvr: gvrPod, ns: gpuTenantNS, obj: pod("p", nil, []any{container(plainLimits)}, nil)},
 
 		// 3. The reserved usage-label key.
-		{name: "tenant labels a ConfigMap as a usage record", who: tenantAlice, gvr: gvrCM, ns: gpuTenantNS, obj: configMap(map[string]any{usageLabel: "acme.h100-a"}), want: "USAGE_LABEL_RESERVED"},
-		{name: "an admin does the same in a tenant namespace", who: admin, gvr: gvrCM, ns: gpuTenantNS, obj: configMap(map[string]any{usageLabel: "acme.h100-a"}), want: "USAGE_LABEL_RESERVED"},
-		{name: "the key on a VMI", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(map[string]any{usageLabel: "x", deviceLabel: "h100-a"}, withGPU), want: "USAGE_LABEL_RESERVED"},
-		{name: "a usage record forged in a namespace of no tenant", who: admin, gvr: gvrCM, ns: "team-web",
+		{name: "G-GPU-USAGE-LABEL tenant labels a ConfigMap as a usage record", who: tenantAlice, gvr: gvrCM, ns: gpuTenantNS, obj: configMap(map[string]any{usageLabel: "acme.h100-a"}), want: "USAGE_LABEL_RESERVED"},
+		{name: "G-GPU-USAGE-LABEL an admin does the same in a tenant namespace", who: admin, gvr: gvrCM, ns: gpuTenantNS, obj: configMap(map[string]any{usageLabel: "acme.h100-a"}), want: "USAGE_LABEL_RESERVED"},
+		{name: "G-GPU-USAGE-LABEL the key on a VMI", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(map[string]any{usageLabel: "x", deviceLabel: "h100-a"}, withGPU), want: "USAGE_LABEL_RESERVED"},
+		{name: "G-GPU-USAGE-LABEL a usage record forged in a namespace of no tenant", who: admin, gvr: gvrCM, ns: "team-web",
 			obj: with(configMap(map[string]any{usageLabel: "acme.h100-a"}), "metadata", map[string]any{"name": "forged-usage", "namespace": "team-web", "labels": map[string]any{usageLabel: "acme.h100-a"}}), want: "USAGE_LABEL_RESERVED"},
-		{name: "the GPU controller's record in the platform namespace", who: admin, gvr: gvrCM, ns: releaseNS, obj: with(configMap(map[string]any{usageLabel: "acme.h100-a"}), "metadata", map[string]any{"name": "gpu-usage-acme-h100-a", "namespace": releaseNS, "labels": map[string]any{usageLabel: "acme.h100-a"}})},
-		{name: "a record kept as it is", who: tenantAlice, gvr: gvrCM, ns: gpuTenantNS, before: configMap(nil), obj: configMap(map[string]any{"x": "y"})},
+		{name: "G-GPU-USAGE-LABEL the GPU controller's record in the platform namespace", who: admin, gvr: gvrCM, ns: releaseNS, obj: with(configMap(map[string]any{usageLabel: "acme.h100-a"}), "metadata", map[string]any{"name": "gpu-usage-acme-h100-a", "namespace": releaseNS, "labels": map[string]any{usageLabel: "acme.h100-a"}})},
+		{name: "G-GPU-USAGE-LABEL a record kept as it is", who: tenantAlice, gvr: gvrCM, ns: gpuTenantNS, before: configMap(nil), obj: configMap(map[string]any{"x": "y"})},
 
 		// 4. A device's finalizer and template label are the platform's.
-		{name: "a tenant orders a device", who: tenantAlice, gvr: gvrDevice, ns: gpuTenantNS, obj: device("h100-a", nil)},
-		{name: "a tenant orders one with the finalizer", who: tenantAlice, gvr: gvrDevice, ns: gpuTenantNS, obj: device("h100-a", nil, deviceFinalizer), want: "DEVICE_FIELD_PLATFORM_ONLY"},
-		{name: "a tenant marks one as a template device", who: tenantAlice, gvr: gvrDevice, ns: gpuTenantNS, obj: device("h100-a", map[string]any{templateLabel: "vm1"}), want: "DEVICE_FIELD_PLATFORM_ONLY"},
-		{name: "a tenant removes the finalizer", who: tenantAlice, gvr: gvrDevice, ns: gpuTenantNS, before: device("h100-a", nil, deviceFinalizer), obj: device("h100-a", nil), want: "DEVICE_FIELD_PLATFORM_ONLY"},
-		{name: "a tenant removes the template label", who: tenantAlice, gvr: gvrDevice, ns: gpuTenantNS, before: device("h100-a", map[string]any{templateLabel: "vm1"}), obj: device("h100-a", nil), want: "DEVICE_FIELD_PLATFORM_ONLY"},
-		{name: "the GPU controller removes the finalizer", who: gpuCtrl, gvr: gvrDevice, ns: gpuTenantNS, before: device("h100-a", nil, deviceFinalizer), obj: device("h100-a", nil)},
-		{name: "a tenant relabels a device otherwise", who: tenantAlice, gvr: gvrDevice, ns: gpuTenantNS, before: device("h100-a", nil, deviceFinalizer), obj: device("h100-a", map[string]any{"team": "ml"}, deviceFinalizer)},
+		{name: "G-GPU-DEVICE-FIELDS a tenant orders a device", who: tenantAlice, gvr: gvrDevice, ns: gpuTenantNS, obj: device("h100-a", nil)},
+		{name: "G-GPU-DEVICE-FIELDS a tenant orders one with the finalizer", who: tenantAlice, gvr: gvrDevice, ns: gpuTenantNS, obj: device("h100-a", nil, deviceFinalizer), want: "DEVICE_FIELD_PLATFORM_ONLY"},
+		{name: "G-GPU-DEVICE-FIELDS a tenant marks one as a template device", who: tenantAlice, gvr: gvrDevice, ns: gpuTenantNS, obj: device("h100-a", map[string]any{templateLabel: "vm1"}), want: "DEVICE_FIELD_PLATFORM_ONLY"},
+		{name: "G-GPU-DEVICE-FIELDS a tenant removes the finalizer", who: tenantAlice, gvr: gvrDevice, ns: gpuTenantNS, before: device("h100-a", nil, deviceFinalizer), obj: device("h100-a", nil), want: "DEVICE_FIELD_PLATFORM_ONLY"},
+		{name: "G-GPU-DEVICE-FIELDS a tenant removes the template label", who: tenantAlice, gvr: gvrDevice, ns: gpuTenantNS, before: device("h100-a", map[string]any{templateLabel: "vm1"}), obj: device("h100-a", nil), want: "DEVICE_FIELD_PLATFORM_ONLY"},
+		{name: "G-GPU-DEVICE-FIELDS the GPU controller removes the finalizer", who: gpuCtrl, gvr: gvrDevice, ns: gpuTenantNS, before: device("h100-a", nil, deviceFinalizer), obj: device("h100-a", nil)},
+		{name: "G-GPU-DEVICE-FIELDS a tenant relabels a device otherwise", who: tenantAlice, gvr: gvrDevice, ns: gpuTenantNS, before: device("h100-a", nil, deviceFinalizer), obj: device("h100-a", map[string]any{"team": "ml"}, deviceFinalizer)},
 
 		// 5. What a protected class sells is immutable.
-		{name: "an admin changes a protected class's model", who: admin, gvr: gvrClass, before: protectedClass, obj: class("h100", with(classSpecOld, "model", "H200"), []any{classFinalizer}, false), want: "GPU_CLASS_OFFER_IMMUTABLE"},
-		{name: "the write that drops the finalizer changes the mode", who: admin, gvr: gvrClass, before: protectedClass, obj: class("h100", with(with(classSpecOld, "mode", "VGPU"), "profile", "H100-40C"), nil, false), want: "GPU_CLASS_OFFER_IMMUTABLE"},
-		{name: "an admin moves a protected class", who: admin, gvr: gvrClass, before: protectedClass, obj: class("h100", with(classSpecOld, "nodeSelector", map[string]any{"rack": "b"}), []any{classFinalizer}, false)},
+		{name: "G-GPU-CLASS-OFFER an admin changes a protected class's model", who: admin, gvr: gvrClass, before: protectedClass, obj: class("h100", with(classSpecOld, "model", "H200"), []any{classFinalizer}, false), want: "GPU_CLASS_OFFER_IMMUTABLE"},
+		{name: "G-GPU-CLASS-OFFER the write that drops the finalizer changes the mode", who: admin, gvr: gvrClass, before: protectedClass, obj: class("h100", with(with(classSpecOld, "mode", "VGPU"), "profile", "H100-40C"), nil, false), want: "GPU_CLASS_OFFER_IMMUTABLE"},
+		{name: "G-GPU-CLASS-OFFER an admin moves a protected class", who: admin, gvr: gvrClass, before: protectedClass, obj: class("h100", with(classSpecOld, "nodeSelector", map[string]any{"rack": "b"}), []any{classFinalizer}, false)},
 	}
 	awaitPolicies(ctx, t, attempts)
 	for _, a := range attempts {
@@ -335,7 +335,7 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 
 	// 6. A class being deleted takes no new orders, and holds for the
 	// devices it has.
-	t.Run("a class being deleted", func(t *testing.T) {
+	t.Run("G-GPU-CLASS-OFFER a class being deleted", func(t *testing.T) {
 		live := &unstructured.Unstructured{Object: runtimeCopy(protectedClass)}
 		purge(ctx, admin.dynamic(t).Resource(gvrClass), "h100")
 		if _, err := createFresh(ctx, admin.dynamic(t).Resource(gvrClass), live); err != nil {
@@ -371,7 +371,7 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 
 	// Without the settings ConfigMap the pod and VM policies refuse
 	// everything they bind, in tenant namespaces only.
-	t.Run("settings ConfigMap missing", func(t *testing.T) {
+	t.Run("G-GPU-PODS settings ConfigMap missing", func(t *testing.T) {
 		if err := env.Client.Delete(ctx, cm); err != nil {
 			t.Fatal(err)
 		}

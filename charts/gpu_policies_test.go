@@ -275,6 +275,19 @@ var gpuPolicyCases = []struct {
 	{"xila-guard-gpu-class-deleting", "an order of a live class", request{op: admission.Create, gvr: gvrDevice, object: device("h100-a", nil), params: class("h100", classSpecOld, []any{classFinalizer}, false), user: gpuTenant}, ""},
 }
 
+// gpuPolicyGuarantees gives each GPU device policy the ID of the row of
+// docs/security.md it proves.
+var gpuPolicyGuarantees = map[string]string{
+	"xila-guard-gpu-vm-devices":           "G-GPU-VM-DEVICES",
+	"xila-guard-gpu-instancetype-devices": "G-GPU-VM-DEVICES",
+	"xila-guard-gpu-device-holder":        "G-GPU-VM-DEVICES",
+	"xila-guard-gpu-pods":                 "G-GPU-PODS",
+	"xila-guard-gpu-usage-label":          "G-GPU-USAGE-LABEL",
+	"xila-guard-gpu-device-guard":         "G-GPU-DEVICE-FIELDS",
+	"xila-guard-gpu-class-offer":          "G-GPU-CLASS-OFFER",
+	"xila-guard-gpu-class-deleting":       "G-GPU-CLASS-OFFER",
+}
+
 // TestGPUDevicePolicies evaluates the GPU device policies, as rendered by
 // the chart, on the requests above, compiled in the CEL environments of
 // each supported Kubernetes minor.
@@ -298,15 +311,21 @@ func TestGPUDevicePolicies(t *testing.T) {
 			if tc.req.gvr == gvrClass {
 				tc.req.namespace = ""
 			}
-			got := c.evaluate(t, tc.req)
-			switch {
-			case tc.want == "" && got != "":
-				t.Errorf("%s %s: %s: refused: %s", v, tc.policy, tc.name, got)
-			case tc.want == "error" && (got == "" || isReasonCode(strings.SplitN(got, ":", 2)[0])):
-				t.Errorf("%s %s: %s: want a refusal by failurePolicy, got %q", v, tc.policy, tc.name, got)
-			case tc.want != "" && tc.want != "error" && !strings.HasPrefix(got, tc.want+": "):
-				t.Errorf("%s %s: %s: want a refusal starting %s, got %q", v, tc.policy, tc.name, tc.want, got)
+			id, ok := gpuPolicyGuarantees[tc.policy]
+			if !ok {
+				t.Fatalf("policy %s is in no row of docs/security.md: give it the row's ID in gpuPolicyGuarantees", tc.policy)
 			}
+			t.Run(id+" "+tc.policy+" "+tc.name+" "+v.String(), func(t *testing.T) {
+				got := c.evaluate(t, tc.req)
+				switch {
+				case tc.want == "" && got != "":
+					t.Errorf("%s %s: %s: refused: %s", v, tc.policy, tc.name, got)
+				case tc.want == "error" && (got == "" || isReasonCode(strings.SplitN(got, ":", 2)[0])):
+					t.Errorf("%s %s: %s: want a refusal by failurePolicy, got %q", v, tc.policy, tc.name, got)
+				case tc.want != "" && tc.want != "error" && !strings.HasPrefix(got, tc.want+": "):
+					t.Errorf("%s %s: %s: want a refusal starting %s, got %q", v, tc.policy, tc.name, tc.want, got)
+				}
+			})
 		}
 	}
 	for name := range policies {

@@ -110,11 +110,11 @@ func TestIntegrationNamesAreNotTrust(t *testing.T) {
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 10250}}, ExternalIPs: []string{"172.18.0.3"}}}, dry)
 		return err
 	})
-	t.Run("reserved namespaces", testReservedNamespaces)
-	t.Run("a tenant's namespaces", testTenantNamespaces)
-	t.Run("trusted DaemonSet accounts", testDaemonSetTrust)
-	t.Run("a tenant label that comes and goes", testLabelFlip)
-	t.Run("service addresses", testServiceAddresses)
+	t.Run("G-TRUSTED-NAMES reserved namespaces", testReservedNamespaces)
+	t.Run("G-NAMESPACE-TENANT a tenant's namespaces", testTenantNamespaces)
+	t.Run("G-POOL-TOLERATIONS trusted DaemonSet accounts", testDaemonSetTrust)
+	t.Run("G-POOL-TOLERATIONS a tenant label that comes and goes", testLabelFlip)
+	t.Run("G-SERVICE-ADDRESS service addresses", testServiceAddresses)
 	t.Run("the parameters missing", testParametersMissing)
 }
 

@@ -46,6 +46,10 @@ func (a access) String() string {
 // cluster-scoped and admin-owned kinds, bindings, nodes and the guard
 // kinds.
 func TestIntegrationTenantResources(t *testing.T) {
+	t.Run("G-TENANT-RESOURCES a tenant user's grants and refusals", testTenantResources)
+}
+
+func testTenantResources(t *testing.T) {
 	ctx := t.Context()
 	profiles := readProfiles(t)
 	var integrations []any

@@ -236,7 +236,7 @@ func TestTenantResourcesRefuseBypass(t *testing.T) {
 			{"tenant RBAC off", tenantValues(false, integrationWith("vc", true, tc.rule))},
 			{"integration disabled", tenantValues(true, integrationWith("vc", false, tc.rule))},
 		} {
-			t.Run(tc.name+"/"+variant.name, func(t *testing.T) {
+			t.Run("G-TENANT-RESOURCES "+tc.name+"/"+variant.name, func(t *testing.T) {
 				_, err := render(loadChart(t), variant.vals)
 				if err == nil {
 					t.Fatal("the chart rendered; want an error")

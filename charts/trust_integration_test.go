@@ -287,65 +287,65 @@ func TestIntegrationTrustPolicies(t *testing.T) {
 	}
 	cases := []attempt{
 		// Pool membership, from a node's own seat.
-		{"node adds the pool label and taint to itself", nodeUser, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, adminOnly},
-		{"node adds the pool label through nodes/status", nodeUser, "n1", plain("n1"), patch{status: true, labels: map[string]any{poolKey: "acme"}}, adminOnly},
-		{"node moves itself to another pool", nodeUser, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: "beta"}, taints: poolTaint("beta")}, adminOnly},
-		{"node moves itself to another pool through nodes/status", nodeUser, "n1", pooled("n1", "acme"), patch{status: true, labels: map[string]any{poolKey: "beta"}}, adminOnly},
-		{"node leaves its pool", nodeUser, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: nil}, clear: true}, adminOnly},
-		{"node drops its pool taint", nodeUser, "n1", pooled("n1", "acme"), patch{clear: true}, adminOnly},
-		{"node changes its pool taint's value", nodeUser, "n1", pooled("n1", "acme"), patch{taints: poolTaint("beta")}, adminOnly},
-		{"node changes its pool taint's effect", nodeUser, "n1", pooled("n1", "acme"),
+		{"G-POOL-LABEL node adds the pool label and taint to itself", nodeUser, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, adminOnly},
+		{"G-POOL-LABEL node adds the pool label through nodes/status", nodeUser, "n1", plain("n1"), patch{status: true, labels: map[string]any{poolKey: "acme"}}, adminOnly},
+		{"G-POOL-LABEL node moves itself to another pool", nodeUser, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: "beta"}, taints: poolTaint("beta")}, adminOnly},
+		{"G-POOL-LABEL node moves itself to another pool through nodes/status", nodeUser, "n1", pooled("n1", "acme"), patch{status: true, labels: map[string]any{poolKey: "beta"}}, adminOnly},
+		{"G-POOL-LABEL node leaves its pool", nodeUser, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: nil}, clear: true}, adminOnly},
+		{"G-POOL-LABEL node drops its pool taint", nodeUser, "n1", pooled("n1", "acme"), patch{clear: true}, adminOnly},
+		{"G-POOL-LABEL node changes its pool taint's value", nodeUser, "n1", pooled("n1", "acme"), patch{taints: poolTaint("beta")}, adminOnly},
+		{"G-POOL-LABEL node changes its pool taint's effect", nodeUser, "n1", pooled("n1", "acme"),
 			patch{taints: []corev1.Taint{{Key: poolKey, Value: "acme", Effect: corev1.TaintEffectPreferNoSchedule}}}, adminOnly},
-		{"node registers itself into a pool", nodeUser, "", nil, patch{create: nodeObject("n-new", map[string]string{poolKey: "acme"}, "acme")}, adminOnly},
-		{"another node labels n1 into a pool", otherNode, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, adminOnly},
-		{"node heartbeat of a pool node", nodeUser, "n1", pooled("n1", "acme"), patch{status: true, labels: map[string]any{"example.com/zone": "a"}}, admitted},
-		{"node changes an unrelated label of a pool node", nodeUser, "n1", pooled("n1", "acme"), patch{labels: map[string]any{"example.com/rack": "7"}}, admitted},
-		{"node adds an unrelated taint to a pool node", nodeUser, "n1", pooled("n1", "acme"),
+		{"G-POOL-LABEL node registers itself into a pool", nodeUser, "", nil, patch{create: nodeObject("n-new", map[string]string{poolKey: "acme"}, "acme")}, adminOnly},
+		{"G-POOL-LABEL another node labels n1 into a pool", otherNode, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, adminOnly},
+		{"G-POOL-LABEL node heartbeat of a pool node", nodeUser, "n1", pooled("n1", "acme"), patch{status: true, labels: map[string]any{"example.com/zone": "a"}}, admitted},
+		{"G-POOL-LABEL node changes an unrelated label of a pool node", nodeUser, "n1", pooled("n1", "acme"), patch{labels: map[string]any{"example.com/rack": "7"}}, admitted},
+		{"G-POOL-LABEL node adds an unrelated taint to a pool node", nodeUser, "n1", pooled("n1", "acme"),
 			patch{taints: append(poolTaint("acme"), corev1.Taint{Key: "example.com/maintenance", Effect: corev1.TaintEffectNoSchedule})}, admitted},
-		{"node registers without a pool", nodeUser, "", func(t *testing.T) {
+		{"G-POOL-LABEL node registers without a pool", nodeUser, "", func(t *testing.T) {
 			_ = env.Client.Delete(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-plain"}})
 		},
 			patch{create: nodeObject("n-plain", map[string]string{"kubernetes.io/hostname": "n-plain"}, "")}, admitted},
 		// Pool membership, from other seats.
-		{"operator with node rights labels a node into a pool", operator, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, adminOnly},
-		{"evidence labeller labels a node into a pool", nfdMaster, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, adminOnly},
-		{"administrator adds the pool label without its taint", admin, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}}, taintMissing},
-		{"administrator adds the pool label with another pool's taint", admin, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("beta")}, taintMissing},
-		{"administrator adds the pool label and its taint in one write", admin, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, admitted},
-		{"administrator moves the label alone to another pool", admin, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: "beta"}}, taintMissing},
-		{"administrator moves label and taint to another pool", admin, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: "beta"}, taints: poolTaint("beta")}, admitted},
-		{"administrator drops the taint and keeps the label", admin, "n1", pooled("n1", "acme"), patch{clear: true}, taintMissing},
-		{"administrator takes a node out of its pool", admin, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: nil}, clear: true}, admitted},
-		{"administrator creates a pool node without its taint", admin, "", func(t *testing.T) {
+		{"G-POOL-LABEL operator with node rights labels a node into a pool", operator, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, adminOnly},
+		{"G-POOL-LABEL evidence labeller labels a node into a pool", nfdMaster, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, adminOnly},
+		{"G-POOL-LABEL administrator adds the pool label without its taint", admin, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}}, taintMissing},
+		{"G-POOL-LABEL administrator adds the pool label with another pool's taint", admin, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("beta")}, taintMissing},
+		{"G-POOL-LABEL administrator adds the pool label and its taint in one write", admin, "n1", plain("n1"), patch{labels: map[string]any{poolKey: "acme"}, taints: poolTaint("acme")}, admitted},
+		{"G-POOL-LABEL administrator moves the label alone to another pool", admin, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: "beta"}}, taintMissing},
+		{"G-POOL-LABEL administrator moves label and taint to another pool", admin, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: "beta"}, taints: poolTaint("beta")}, admitted},
+		{"G-POOL-LABEL administrator drops the taint and keeps the label", admin, "n1", pooled("n1", "acme"), patch{clear: true}, taintMissing},
+		{"G-POOL-LABEL administrator takes a node out of its pool", admin, "n1", pooled("n1", "acme"), patch{labels: map[string]any{poolKey: nil}, clear: true}, admitted},
+		{"G-POOL-LABEL administrator creates a pool node without its taint", admin, "", func(t *testing.T) {
 			_ = env.Client.Delete(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-admin"}})
 		}, patch{create: nodeObject("n-admin", map[string]string{poolKey: "acme"}, "")}, taintMissing},
-		{"node heartbeat of a pool node that predates the policy", nodeUser, "legacy", nil, patch{status: true, labels: map[string]any{"example.com/zone": "b"}}, admitted},
-		{"taint manager taints a pool node that predates the policy", taintKeeper, "legacy", nil, patch{taints: poolTaint("acme")}, admitted},
+		{"G-POOL-LABEL node heartbeat of a pool node that predates the policy", nodeUser, "legacy", nil, patch{status: true, labels: map[string]any{"example.com/zone": "b"}}, admitted},
+		{"G-POOL-LABEL taint manager taints a pool node that predates the policy", taintKeeper, "legacy", nil, patch{taints: poolTaint("acme")}, admitted},
 		// Evidence labels.
-		{"node labels its GPU exclusive", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "none", "nvidia.com/gpu.product": "H100"}}, labellerOnly},
-		{"node hides its time-slicing", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": nil}}, labellerOnly},
-		{"node changes its sharing through nodes/status", nodeUser, "g1", gpu("g1"), patch{status: true, labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "time-slicing"}}, labellerOnly},
-		{"node claims a TEE", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"feature.node.kubernetes.io/cpu-security.tdx.enabled": "true"}}, labellerOnly},
-		{"node drops a TEE label", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"feature.node.kubernetes.io/cpu-security.sgx.enabled": nil}}, labellerOnly},
-		{"node writes mock evidence", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"guard.xila.us/mock-sharing-mode": "Exclusive"}}, labellerOnly},
-		{"node registers with GPU labels", nodeUser, "", nil, patch{create: nodeObject("n-gpu", map[string]string{"nvidia.com/gpu.product": "H100"}, "")}, labellerOnly},
-		{"account named like NFD but in group system:nodes", fakeNFD, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "mps"}}, labellerOnly},
-		{"operator with node rights changes evidence", operator, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "mps"}}, labellerOnly},
-		{"administrator changes evidence (not a labeller by default)", admin, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "mps"}}, labellerOnly},
-		{"NFD master changes evidence", nfdMaster, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "time-slicing", "nvidia.com/gpu.product": "H100"}}, admitted},
-		{"NFD master removes evidence", nfdMaster, "g1", gpu("g1"), patch{labels: map[string]any{"feature.node.kubernetes.io/cpu-security.sgx.enabled": nil}}, admitted},
-		{"node changes a label that is not evidence", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com.example/other": "x"}}, admitted},
+		{"G-EVIDENCE-LABELS node labels its GPU exclusive", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "none", "nvidia.com/gpu.product": "H100"}}, labellerOnly},
+		{"G-EVIDENCE-LABELS node hides its time-slicing", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": nil}}, labellerOnly},
+		{"G-EVIDENCE-LABELS node changes its sharing through nodes/status", nodeUser, "g1", gpu("g1"), patch{status: true, labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "time-slicing"}}, labellerOnly},
+		{"G-EVIDENCE-LABELS node claims a TEE", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"feature.node.kubernetes.io/cpu-security.tdx.enabled": "true"}}, labellerOnly},
+		{"G-EVIDENCE-LABELS node drops a TEE label", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"feature.node.kubernetes.io/cpu-security.sgx.enabled": nil}}, labellerOnly},
+		{"G-EVIDENCE-LABELS node writes mock evidence", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"guard.xila.us/mock-sharing-mode": "Exclusive"}}, labellerOnly},
+		{"G-EVIDENCE-LABELS node registers with GPU labels", nodeUser, "", nil, patch{create: nodeObject("n-gpu", map[string]string{"nvidia.com/gpu.product": "H100"}, "")}, labellerOnly},
+		{"G-EVIDENCE-LABELS account named like NFD but in group system:nodes", fakeNFD, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "mps"}}, labellerOnly},
+		{"G-EVIDENCE-LABELS operator with node rights changes evidence", operator, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "mps"}}, labellerOnly},
+		{"G-EVIDENCE-LABELS administrator changes evidence (not a labeller by default)", admin, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "mps"}}, labellerOnly},
+		{"G-EVIDENCE-LABELS NFD master changes evidence", nfdMaster, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com/gpu.sharing-strategy": "time-slicing", "nvidia.com/gpu.product": "H100"}}, admitted},
+		{"G-EVIDENCE-LABELS NFD master removes evidence", nfdMaster, "g1", gpu("g1"), patch{labels: map[string]any{"feature.node.kubernetes.io/cpu-security.sgx.enabled": nil}}, admitted},
+		{"G-EVIDENCE-LABELS node changes a label that is not evidence", nodeUser, "g1", gpu("g1"), patch{labels: map[string]any{"nvidia.com.example/other": "x"}}, admitted},
 		// Compliance labels: what an external scheduler is steered by.
-		{"node declares itself compliant", nodeUser, "n1", pooled("n1", "acme"), patch{labels: map[string]any{compliant: "true"}}, observeOnly},
-		{"node declares itself compliant through nodes/status", nodeUser, "n1", pooled("n1", "acme"), patch{status: true, labels: map[string]any{compliant: "true"}}, observeOnly},
-		{"node registers as compliant", nodeUser, "", nil, patch{create: nodeObject("n-compliant", map[string]string{compliant: "true"}, "")}, observeOnly},
-		{"node removes its compliance label", nodeUser, "n1", certified("n1"), patch{labels: map[string]any{compliant: nil}}, observeOnly},
-		{"evidence labeller declares a node compliant", nfdMaster, "n1", pooled("n1", "acme"), patch{labels: map[string]any{compliant: "true"}}, observeOnly},
-		{"operator with node rights declares a node compliant", operator, "n1", pooled("n1", "acme"), patch{labels: map[string]any{compliant: "true"}}, observeOnly},
-		{"observe controller labels a node compliant", taintKeeper, "n1", pooled("n1", "acme"), patch{labels: map[string]any{compliant: "true"}}, admitted},
-		{"observe controller removes a compliance label", taintKeeper, "n1", certified("n1"), patch{labels: map[string]any{compliant: nil}}, admitted},
-		{"administrator removes a compliance label", admin, "n1", certified("n1"), patch{labels: map[string]any{compliant: nil}}, admitted},
-		{"node heartbeat of a compliant node", nodeUser, "n1", certified("n1"), patch{status: true, labels: map[string]any{"example.com/zone": "c"}}, admitted},
+		{"G-COMPLIANCE-LABELS node declares itself compliant", nodeUser, "n1", pooled("n1", "acme"), patch{labels: map[string]any{compliant: "true"}}, observeOnly},
+		{"G-COMPLIANCE-LABELS node declares itself compliant through nodes/status", nodeUser, "n1", pooled("n1", "acme"), patch{status: true, labels: map[string]any{compliant: "true"}}, observeOnly},
+		{"G-COMPLIANCE-LABELS node registers as compliant", nodeUser, "", nil, patch{create: nodeObject("n-compliant", map[string]string{compliant: "true"}, "")}, observeOnly},
+		{"G-COMPLIANCE-LABELS node removes its compliance label", nodeUser, "n1", certified("n1"), patch{labels: map[string]any{compliant: nil}}, observeOnly},
+		{"G-COMPLIANCE-LABELS evidence labeller declares a node compliant", nfdMaster, "n1", pooled("n1", "acme"), patch{labels: map[string]any{compliant: "true"}}, observeOnly},
+		{"G-COMPLIANCE-LABELS operator with node rights declares a node compliant", operator, "n1", pooled("n1", "acme"), patch{labels: map[string]any{compliant: "true"}}, observeOnly},
+		{"G-COMPLIANCE-LABELS observe controller labels a node compliant", taintKeeper, "n1", pooled("n1", "acme"), patch{labels: map[string]any{compliant: "true"}}, admitted},
+		{"G-COMPLIANCE-LABELS observe controller removes a compliance label", taintKeeper, "n1", certified("n1"), patch{labels: map[string]any{compliant: nil}}, admitted},
+		{"G-COMPLIANCE-LABELS administrator removes a compliance label", admin, "n1", certified("n1"), patch{labels: map[string]any{compliant: nil}}, admitted},
+		{"G-COMPLIANCE-LABELS node heartbeat of a compliant node", nodeUser, "n1", certified("n1"), patch{status: true, labels: map[string]any{"example.com/zone": "c"}}, admitted},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -363,7 +363,7 @@ func TestIntegrationTrustPolicies(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a custom pool label gets the same protection", func(t *testing.T) {
+	t.Run("G-POOL-LABEL a custom pool label gets the same protection", func(t *testing.T) {
 		vals := trustValues(t)
 		vals["enforcement"] = map[string]any{"scheduler": map[string]any{"poolLabel": "example.com/pool"}}
 		applyTrustPolicies(t, vals, "example.com/pool")
@@ -500,17 +500,19 @@ func TestIntegrationBlastRadius(t *testing.T) {
 		pod  *corev1.Pod
 		want string
 	}{
-		{"pool toleration outside the tenants", pod("team-web", toleration), "POOL_TOLERATION"},
-		{"wildcard toleration outside the tenants", pod("team-web", wildcard), "POOL_TOLERATION"},
-		{"pool nodeSelector outside the tenants", pod("team-web", selector), "POOL_SELECTOR"},
-		{"pool affinity outside the tenants", pod("team-web", affinity), "POOL_SELECTOR"},
+		{"G-POOL-TOLERATIONS pool toleration outside the tenants", pod("team-web", toleration), "POOL_TOLERATION"},
+		{"G-POOL-TOLERATIONS wildcard toleration outside the tenants", pod("team-web", wildcard), "POOL_TOLERATION"},
+		{"G-POOL-TOLERATIONS pool nodeSelector outside the tenants", pod("team-web", selector), "POOL_SELECTOR"},
+		{"G-POOL-TOLERATIONS pool affinity outside the tenants", pod("team-web", affinity), "POOL_SELECTOR"},
 		{"a pod naming a node outside the tenants", pod("team-web", pinned), "failed calling webhook"},
 		{"a tenant's pod", pod("acme-ml"), "failed calling webhook"},
 	} {
-		_, err := admin.client(t).CoreV1().Pods(tc.pod.Namespace).Create(ctx, tc.pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s with the webhook down: %v, want a refusal with %s", tc.name, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := admin.client(t).CoreV1().Pods(tc.pod.Namespace).Create(ctx, tc.pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s with the webhook down: %v, want a refusal with %s", tc.name, err, tc.want)
+			}
+		})
 	}
 	binder := principal{"system:serviceaccount:volcano-system:volcano-scheduler", []string{"system:serviceaccounts", "system:authenticated"}}
 	if err := env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "trust-test-other-binder"},
@@ -645,7 +647,7 @@ func TestIntegrationBoundEvidence(t *testing.T) {
 		}, "", recordA},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run("G-BOUND-EVIDENCE "+tc.name, func(t *testing.T) {
 			p := fresh(t, tc.before)
 			err := tc.do(t, tc.who.client(t), p)
 			switch {

@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +18,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
@@ -39,8 +40,8 @@ const (
 )
 
 var (
-	allowedMeasurement  = lab.LabMeasurement("xila-guard e2e confidential workload v1")
-	tamperedMeasurement = lab.LabMeasurement("xila-guard e2e confidential workload v1, patched")
+	allowedMeasurement  = v1alpha1.Measurement(lab.LabMeasurement("xila-guard e2e confidential workload v1"))
+	tamperedMeasurement = v1alpha1.Measurement(lab.LabMeasurement("xila-guard e2e confidential workload v1, patched"))
 )
 
 type attestedKey struct{}
@@ -70,7 +71,7 @@ func attestedFrom(ctx context.Context, t *testing.T) *tenantPool {
 func TestAttestation(t *testing.T) {
 	f := features.New("attested evidence: lab TEE, verified reports, attestation-gated placement").
 		Setup(installAttestation).
-		Assess("each worker's state comes from its verified report", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-ATTESTED-EVIDENCE each worker's state comes from its verified report", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			a := attestedFrom(ctx, t)
 			cs := clientset(t, cfg)
 			for i, w := range a.workers {
@@ -80,12 +81,12 @@ func TestAttestation(t *testing.T) {
 				}
 				// A measurement the reference values refuse is still the
 				// node's own, signed under the lab root: the verdict says so.
-				want, verdict, reason := allowedMeasurement, "Passed", ""
+				want, verdict, reason := allowedMeasurement, v1alpha1.AttestationPassed, guard.Reason("")
 				if i == tamperedWorker {
-					want, verdict, reason = tamperedMeasurement, "Failed", "MEASUREMENT_NOT_ALLOWED"
+					want, verdict, reason = tamperedMeasurement, v1alpha1.AttestationFailed, guard.ReasonMeasurementNotAllowed
 				}
 				s := waitAttested(ctx, t, cfg, w, time.Minute, func(s *attestedSpec) bool { return s.TEE.Attestation.Verdict == verdict })
-				if s.NodeUID != string(node.UID) || s.Incarnation == "" || s.TEE.Type != "SEV-SNP" || s.TEE.Measurement != want ||
+				if s.NodeUID != node.UID || s.Incarnation == "" || s.TEE.Type != "SEV-SNP" || s.TEE.Measurement != want ||
 					s.TEE.ChipID == "" || s.TEE.SNPTCB == nil || s.TEE.Attestation.Reason != reason || s.TEE.Attestation.RootOfTrust != "lab" {
 					t.Errorf("state of %s: %+v; want SEV-SNP %s, verdict %s %s, the lab root, UID %s", w, s, want, verdict, reason, node.UID)
 				}
@@ -93,15 +94,15 @@ func TestAttestation(t *testing.T) {
 			waitNodeEvent(ctx, t, cs, a.workers[tamperedWorker], "MEASUREMENT_NOT_ALLOWED")
 			return ctx
 		}).
-		Assess("only the controller reaches an attester: a tenant pod cannot ask one for evidence", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-ATTESTATION-REPORT only the controller reaches an attester: a tenant pod cannot ask one for evidence", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			a := attestedFrom(ctx, t)
 			cs := clientset(t, cfg)
-			attesters, err := cs.CoreV1().Pods(platformNS).List(ctx, metav1.ListOptions{
+			attesters, err := cs.CoreV1().Pods(lab.PlatformNamespace).List(ctx, metav1.ListOptions{
 				LabelSelector: "app.kubernetes.io/name=xila-guard-attester", FieldSelector: "spec.nodeName=" + a.workers[tamperedWorker]})
 			if err != nil || len(attesters.Items) != 1 {
 				t.Fatalf("the attester of %s: %v (%d pods)", a.workers[tamperedWorker], err, len(attesters.Items))
 			}
-			controllers, err := cs.CoreV1().Pods(platformNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=xila-guard-attest"})
+			controllers, err := cs.CoreV1().Pods(lab.PlatformNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=xila-guard-attest"})
 			if err != nil || len(controllers.Items) == 0 {
 				t.Fatalf("the attestation controller's pods: %v", err)
 			}
@@ -132,7 +133,7 @@ func TestAttestation(t *testing.T) {
 			deletePodNow(ctx, t, cs, p)
 			return ctx
 		}).
-		Assess("TEE resources: the attested worker offers its EPC and enclaves, counted like memory, again after kubelet restarts", assessTEEResources).
+		Assess("G-EPC-CAPACITY TEE resources: the attested worker offers its EPC and enclaves, counted like memory, again after kubelet restarts", assessTEEResources).
 		Assess("key release: the tenant's pod on the attested worker gets the tenant's key", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			a, k := attestedFrom(ctx, t), keyReleaseFrom(ctx, t)
 			cs := clientset(t, cfg)
@@ -194,7 +195,8 @@ func TestAttestation(t *testing.T) {
 			// binding, before it could ask for anything.
 			q := p.DeepCopy()
 			q.Name = "volcano-tampered"
-			if _, err := cs.CoreV1().Pods(a.tenant).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+			q, err = cs.CoreV1().Pods(a.tenant).Create(ctx, q, metav1.CreateOptions{})
+			if err != nil {
 				t.Fatalf("creating the second Volcano pod: %v", err)
 			}
 			err = lab.Bind(ctx, binder, a.tenant, q.Name, a.workers[tamperedWorker])
@@ -204,7 +206,7 @@ func TestAttestation(t *testing.T) {
 			deletePodNow(ctx, t, cs, q)
 			return ctx
 		}).
-		Assess("key release: the holder's token replayed from another node is PEER_MISMATCH", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-KEY-PEER key release: the holder's token replayed from another node is PEER_MISMATCH", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			a, k := attestedFrom(ctx, t), keyReleaseFrom(ctx, t)
 			cs := clientset(t, cfg)
 			holder, err := cs.CoreV1().Pods(a.tenant).Get(ctx, k.holder, metav1.GetOptions{})
@@ -250,7 +252,7 @@ func TestAttestation(t *testing.T) {
 			wantReleased(t, "the holder again", kbsExec(ctx, t, cfg, a.tenant, k.holder, k.resource), k.sha256)
 			return ctx
 		}).
-		Assess("key release: another tenant's pod on the same worker is KEY_NOT_OWNED", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-KEY-POLICY key release: another tenant's pod on the same worker is KEY_NOT_OWNED", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			a, k := attestedFrom(ctx, t), keyReleaseFrom(ctx, t)
 			cs := clientset(t, cfg)
 			// The other tenant shares the pool and the policy: its pod is
@@ -275,7 +277,7 @@ func TestAttestation(t *testing.T) {
 			// older than maxAttestationAge the node is refused.
 			last := waitAttested(ctx, t, cfg, w, time.Minute, func(*attestedSpec) bool { return true })
 			time.Sleep(time.Until(last.TEE.Attestation.VerifiedAt.Add(maxAttestationAge + time.Second)))
-			if again := waitAttested(ctx, t, cfg, w, time.Minute, func(*attestedSpec) bool { return true }); !again.TEE.Attestation.VerifiedAt.Equal(last.TEE.Attestation.VerifiedAt) {
+			if again := waitAttested(ctx, t, cfg, w, time.Minute, func(*attestedSpec) bool { return true }); !again.TEE.Attestation.VerifiedAt.Equal(&last.TEE.Attestation.VerifiedAt) {
 				t.Fatalf("the state of %s was attested again at %s with no attester on the node", w, again.TEE.Attestation.VerifiedAt)
 			}
 			p := createTenantPod(ctx, t, cs, a.tenant, "after-stop", pinnedToNode(w))
@@ -344,22 +346,16 @@ func TestAttestation(t *testing.T) {
 func installAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 	cs := clientset(t, cfg)
 	dyn := dynamicClientFor(t, cfg)
-	applyCRDs(ctx, t, cfg)
+	if err := labCluster(t, cfg).ApplyCRDs(ctx); err != nil {
+		t.Fatal(err)
+	}
 	a := &tenantPool{tenant: envconf.RandomName("xg-attested", 16), workers: twoWorkers(ctx, t, cs)}
 	ctx = context.WithValue(ctx, attestedKey{}, a)
-	createTenant(ctx, t, cs, dyn, a.tenant, map[string]any{
-		"confinement": "Pool",
-		"evidence":    map[string]any{"acceptedSources": []any{"attested"}, "maxAge": "1m"},
-		"confidentialComputing": map[string]any{
-			"teeTypes":            []any{"SEV-SNP"},
-			"allowedMeasurements": []any{allowedMeasurement},
-			"requireAttestation":  true,
-			"maxAttestationAge":   maxAttestationAge.String(),
-		},
-	})
+	createTenant(ctx, t, cfg, fixture.MakePlacementPolicy(a.tenant, v1alpha1.SourceAttested).MaxAge(time.Minute).
+		TEE(v1alpha1.TEESEVSNP).Measurements(allowedMeasurement).RequireAttestation(maxAttestationAge).Obj())
 	ctx = setUpKeyRelease(ctx, t, cs, dyn, a.tenant)
 	for _, w := range a.workers {
-		setPool(ctx, t, cs, w, a.tenant)
+		setPool(ctx, t, cfg, w, a.tenant)
 		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: ptrTo("on")})
 	}
 	helmInstallAttestation(ctx, t, cfg, "lab", a.workers[tamperedWorker])
@@ -373,10 +369,6 @@ func installAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 func helmInstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config, profile string, tampered ...string) {
 	t.Helper()
 	c := labCluster(t, cfg)
-	values, err := lab.ValuesFile(filepath.Join(suite.RepoRoot, "e2e/testdata/attest-values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	volcano, err := c.Profile("volcano")
 	if err != nil {
 		t.Fatal(err)
@@ -388,7 +380,7 @@ func helmInstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Conf
 	for _, w := range tampered {
 		measurements[w] = tamperedMeasurement
 	}
-	values = lab.Merge(values, map[string]any{
+	values := lab.Merge(map[string]any{
 		"confidential": map[string]any{
 			"profile": profile,
 			"attester": map[string]any{"lab": map[string]any{
@@ -404,9 +396,7 @@ func helmInstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Conf
 	if !nodeHasCapBPF(ctx, t, workerNames(ctx, t, clientset(t, cfg))[0]) {
 		values = lab.Merge(values, map[string]any{"networkPolicy": map[string]any{"extraCapabilities": []any{"SYS_ADMIN"}}})
 	}
-	if err := c.InstallChart(ctx, values); err != nil {
-		t.Fatal(err)
-	}
+	installChart(ctx, t, cfg, []string{"attest-values.yaml"}, values)
 }
 
 // labCluster is the lab's view of the cluster of cfg.
@@ -440,9 +430,8 @@ func uninstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config
 	zero := int64(0)
 	_ = cs.CoreV1().Pods(a.tenant).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	tearDownKeyRelease(ctx, t, cs, dynamicClientFor(t, cfg), a.tenant)
-	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
-		"uninstall", releaseName, "-n", platformNS, "--wait")
-	_ = cs.CoreV1().Secrets(platformNS).Delete(ctx, "xila-guard-attest-lab-chain", metav1.DeleteOptions{})
+	uninstallChart(ctx, t, cfg)
+	_ = cs.CoreV1().Secrets(lab.PlatformNamespace).Delete(ctx, "xila-guard-attest-lab-chain", metav1.DeleteOptions{})
 	if err := labCluster(t, cfg).RevokeBinding(ctx, binderRole); err != nil {
 		t.Errorf("revoking %s: %v", binderRole, err)
 	}
@@ -453,25 +442,9 @@ func uninstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config
 	return ctx
 }
 
-// attestedSpec is the part of a NodeSecurityState's spec the attestation
-// test reads.
-type attestedSpec struct {
-	NodeUID     string `json:"nodeUID"`
-	Incarnation string `json:"incarnation"`
-	Source      string `json:"source"`
-	TEE         struct {
-		Type        string          `json:"type"`
-		Measurement string          `json:"measurement"`
-		ChipID      string          `json:"chipID"`
-		SNPTCB      json.RawMessage `json:"snpTCB"`
-		Attestation struct {
-			Verdict     string    `json:"verdict"`
-			VerifiedAt  time.Time `json:"verifiedAt"`
-			Reason      string    `json:"reason"`
-			RootOfTrust string    `json:"rootOfTrust"`
-		} `json:"attestation"`
-	} `json:"tee"`
-}
+// attestedSpec is the spec of a NodeSecurityState with attested evidence:
+// waitAttested returns it only with its TEE and attestation set.
+type attestedSpec = v1alpha1.NodeSecurityStateSpec
 
 // waitAttested waits until the node's state is attested evidence that
 // satisfies ok.
@@ -480,19 +453,16 @@ func waitAttested(ctx context.Context, t *testing.T, cfg *envconf.Config, node s
 	dyn := dynamicClientFor(t, cfg)
 	var last *attestedSpec
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		u, err := dyn.Resource(guardStates).Get(ctx, node, metav1.GetOptions{})
+		u, err := dyn.Resource(lab.States).Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
-		data, err := json.Marshal(u.Object["spec"])
-		if err != nil {
+		state := &v1alpha1.NodeSecurityState{}
+		if err := fixture.FromUnstructured(u, state); err != nil {
 			return false, err
 		}
-		last = &attestedSpec{}
-		if err := json.Unmarshal(data, last); err != nil {
-			return false, err
-		}
-		return last.Source == "attested" && ok(last), nil
+		last = &state.Spec
+		return last.Source == v1alpha1.SourceAttested && last.TEE != nil && last.TEE.Attestation != nil && ok(last), nil
 	})
 	if err != nil {
 		t.Fatalf("attested NodeSecurityState %s: %v (last seen %+v)", node, err, last)
@@ -504,7 +474,7 @@ func waitAttested(ctx context.Context, t *testing.T, cfg *envconf.Config, node s
 func waitNoAttester(ctx context.Context, t *testing.T, cs kubernetes.Interface, node string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := cs.CoreV1().Pods(platformNS).List(ctx, metav1.ListOptions{
+		pods, err := cs.CoreV1().Pods(lab.PlatformNamespace).List(ctx, metav1.ListOptions{
 			LabelSelector: "app.kubernetes.io/name=xila-guard-attester", FieldSelector: "spec.nodeName=" + node,
 		})
 		return err == nil && len(pods.Items) == 0, nil
@@ -545,7 +515,7 @@ func createConnectPod(ctx context.Context, t *testing.T, cs kubernetes.Interface
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
-			SchedulerName: controlledScheduler,
+			SchedulerName: lab.ControlledScheduler,
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
 				Name: "connect", Image: suite.Agnhost, ImagePullPolicy: corev1.PullNever,

@@ -40,6 +40,7 @@ require (
 	github.com/vladimirvivien/gexe v0.5.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xila-guard/xila-guard/components/agent v0.0.0
+	github.com/xila-guard/xila-guard/components/api v0.0.0
 	go.opentelemetry.io/otel v1.36.0 // indirect
 	go.opentelemetry.io/otel/trace v1.36.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
@@ -66,3 +67,5 @@ require (
 )
 
 replace github.com/xila-guard/xila-guard/components/agent => ../components/agent
+
+replace github.com/xila-guard/xila-guard/components/api => ../components/api

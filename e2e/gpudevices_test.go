@@ -23,6 +23,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/xila-guard/xila-guard/components/api/fixture"
+	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
 const (
@@ -61,7 +64,7 @@ func TestGPUDevices(t *testing.T) {
 		Assess("the settings ConfigMap lists the class's resource", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
 			pollFor(ctx, t, time.Minute, "the settings ConfigMap to list "+labGPU, func(ctx context.Context) bool {
-				cm, err := cs.CoreV1().ConfigMaps(platformNS).Get(ctx, "xila-guard-gpu-settings", metav1.GetOptions{})
+				cm, err := cs.CoreV1().ConfigMaps(lab.PlatformNamespace).Get(ctx, "xila-guard-gpu-settings", metav1.GetOptions{})
 				return err == nil && cm.Data["resourceNames"] == labGPU
 			})
 			return ctx
@@ -69,11 +72,10 @@ func TestGPUDevices(t *testing.T) {
 		Assess("the tenant orders a device, and its VMI holds it", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			ns := ctx.Value(gpuTenantKey{}).(string)
 			tenant := impersonated(t, cfg, gpuTenantBob, nil)
-			device := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "gpu.guard.xila.us/v1alpha1", "kind": "GPUDevice",
-				"metadata": map[string]any{"name": gpuDevice, "namespace": ns},
-				"spec":     map[string]any{"className": gpuClassName, "count": int64(1)},
-			}}
+			device, err := fixture.ToUnstructured(fixture.MakeGPUDevice(gpuDevice, ns, gpuClassName).Obj())
+			if err != nil {
+				t.Fatal(err)
+			}
 			if _, err := tenant.Resource(gvrGPUDevice).Namespace(ns).Create(ctx, device, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("the tenant orders a device: %v", err)
 			}
@@ -87,7 +89,7 @@ func TestGPUDevices(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("a second VMI naming the held device is refused at admission", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-GPU-VM-DEVICES a second VMI naming the held device is refused at admission", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			ns := ctx.Value(gpuTenantKey{}).(string)
 			tenant := impersonated(t, cfg, gpuTenantBob, nil)
 			var err error
@@ -101,7 +103,7 @@ func TestGPUDevices(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("a VMI that names the GPU directly is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-GPU-VM-DEVICES a VMI that names the GPU directly is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			ns := ctx.Value(gpuTenantKey{}).(string)
 			_, err := impersonated(t, cfg, gpuTenantBob, nil).Resource(gvrVMI).Namespace(ns).Create(ctx, labVMI(ns, "vm-direct", ""), metav1.CreateOptions{})
 			if err == nil || !strings.Contains(err.Error(), "GPU_DEVICE_REQUIRED: ") {
@@ -109,7 +111,7 @@ func TestGPUDevices(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("KubeVirt's controller's launcher pod gets a GPU; the tenant's copy is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-GPU-PODS KubeVirt's controller's launcher pod gets a GPU; the tenant's copy is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			ns := ctx.Value(gpuTenantKey{}).(string)
 			cs := clientset(t, cfg)
 			vmi, err := dynamicClientFor(t, cfg).Resource(gvrVMI).Namespace(ns).Get(ctx, "vm1", metav1.GetOptions{})
@@ -147,7 +149,7 @@ func TestGPUDevices(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("a VMI naming a device that does not exist gets no GPU", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-GPU-PODS a VMI naming a device that does not exist gets no GPU", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			ns := ctx.Value(gpuTenantKey{}).(string)
 			tenant := impersonated(t, cfg, gpuTenantBob, nil)
 			// The namespace holds a device, so the VMI itself is admitted:
@@ -254,7 +256,9 @@ func waitDevicePhase(ctx context.Context, t *testing.T, cfg *envconf.Config, ns,
 func installGPUDevices(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 	cs := clientset(t, cfg)
 	kubectl := filepath.Join(suite.BinDir, "kubectl")
-	applyCRDs(ctx, t, cfg)
+	if err := labCluster(t, cfg).ApplyCRDs(ctx); err != nil {
+		t.Fatal(err)
+	}
 	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "apply", "--server-side", "-f",
 		filepath.Join(suite.RepoRoot, "components/gpudevices/config/kubevirt-crds"))
 	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "wait", "--for=condition=Established", "--timeout=60s",
@@ -286,21 +290,10 @@ func installGPUDevices(ctx context.Context, t *testing.T, cfg *envconf.Config) c
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
-		"upgrade", "--install", releaseName, filepath.Join(suite.RepoRoot, "charts/xila-guard"),
-		"-n", platformNS, "--create-namespace", "--wait", "--timeout", "3m",
-		"--set", "image.tag="+suite.ImageTag, "--set", "gpuDevicePolicies.enabled=true",
-		"--set", "gpuDevicePolicies.controller.replicas=1")
+	installChart(ctx, t, cfg, nil, map[string]any{"gpuDevicePolicies": map[string]any{"enabled": true,
+		"controller": map[string]any{"replicas": 1}}})
 	deployLabDevicePlugin(ctx, t, cs)
-	class := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "gpu.guard.xila.us/v1alpha1", "kind": "GPUClass",
-		"metadata": map[string]any{"name": gpuClassName},
-		"spec": map[string]any{"vendor": "xila-guard-lab", "model": "lab", "mode": "Passthrough",
-			"maxCount": int64(2), "resourceName": labGPU},
-	}}
-	if _, err := dynamicClientFor(t, cfg).Resource(gvrGPUClass).Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createGuard(ctx, t, dynamicClientFor(t, cfg), fixture.MakeGPUClass(gpuClassName, "lab", labGPU).Vendor("xila-guard-lab").MaxCount(2).Obj())
 	return ctx
 }
 
@@ -311,7 +304,7 @@ func deployLabDevicePlugin(ctx context.Context, t *testing.T, cs kubernetes.Inte
 	labels := map[string]string{"app.kubernetes.io/name": "xila-guard-lab-device-plugin"}
 	hostPath := corev1.HostPathDirectory
 	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "xila-guard-lab-device-plugin", Namespace: platformNS},
+		ObjectMeta: metav1.ObjectMeta{Name: "xila-guard-lab-device-plugin", Namespace: lab.PlatformNamespace},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
@@ -331,7 +324,7 @@ func deployLabDevicePlugin(ctx context.Context, t *testing.T, cs kubernetes.Inte
 			},
 		},
 	}
-	if _, err := cs.AppsV1().DaemonSets(platformNS).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.AppsV1().DaemonSets(lab.PlatformNamespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	workers := workerNames(ctx, t, cs)
@@ -372,9 +365,8 @@ func uninstallGPUDevices(ctx context.Context, t *testing.T, cfg *envconf.Config)
 		t.Errorf("GPUClass %s is not released after its devices went: %v", gpuClassName, err)
 		_, _ = dyn.Resource(gvrGPUClass).Patch(ctx, gpuClassName, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	}
-	_ = cs.AppsV1().DaemonSets(platformNS).Delete(ctx, "xila-guard-lab-device-plugin", metav1.DeleteOptions{})
-	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
-		"uninstall", releaseName, "-n", platformNS, "--wait")
+	_ = cs.AppsV1().DaemonSets(lab.PlatformNamespace).Delete(ctx, "xila-guard-lab-device-plugin", metav1.DeleteOptions{})
+	uninstallChart(ctx, t, cfg)
 	if ns != "" {
 		_ = cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	}

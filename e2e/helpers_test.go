@@ -4,18 +4,18 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
 type namespaceKey struct{}
@@ -93,48 +93,15 @@ func twoWorkers(ctx context.Context, t *testing.T, cs kubernetes.Interface) []st
 	return workers[:2]
 }
 
-// waitRunning waits until a pod is Running and Ready and returns it.
+// waitRunning waits until a pod is Running and Ready and returns it
+// (lab.WaitRunning), and fails the test when it does not.
 func waitRunning(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string) *corev1.Pod {
 	t.Helper()
-	var pod *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		pod = p
-		if p.Status.Phase != corev1.PodRunning {
-			return false, nil
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	p, err := lab.WaitRunning(ctx, cs, ns, name)
 	if err != nil {
-		t.Fatalf("pod %s/%s not Running and Ready: %v (status: %s)", ns, name, err, describeStatus(pod))
+		t.Fatal(err)
 	}
-	return pod
-}
-
-func describeStatus(p *corev1.Pod) string {
-	if p == nil {
-		return "not found"
-	}
-	parts := []string{string(p.Status.Phase)}
-	for _, c := range p.Status.Conditions {
-		if c.Status != corev1.ConditionTrue && c.Message != "" {
-			parts = append(parts, string(c.Type)+": "+c.Message)
-		}
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil {
-			parts = append(parts, cs.Name+": "+w.Reason+" "+w.Message)
-		}
-	}
-	return strings.Join(parts, "; ")
+	return p
 }
 
 // tenantPool is what a feature's Setup made: a tenant and the workers it
@@ -152,4 +119,42 @@ func poolFrom(ctx context.Context, t *testing.T, key any) *tenantPool {
 		t.Fatalf("no %T set-up in the context: the feature's Setup failed", key)
 	}
 	return p
+}
+
+// installChart installs or upgrades the release through the lab, with the
+// values of the files of e2e/testdata named by files and then values; it
+// returns once the API server reaches the release's webhooks.
+func installChart(ctx context.Context, t *testing.T, cfg *envconf.Config, files []string, values ...map[string]any) {
+	t.Helper()
+	var all []map[string]any
+	for _, f := range files {
+		v, err := lab.ValuesFile(filepath.Join(suite.RepoRoot, "e2e/testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, v)
+	}
+	if err := labCluster(t, cfg).InstallChart(ctx, lab.Merge(append(all, values...)...)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// uninstallChart removes the release through the lab and waits until its
+// pods are gone.
+func uninstallChart(ctx context.Context, t *testing.T, cfg *envconf.Config) {
+	t.Helper()
+	if err := labCluster(t, cfg).UninstallChart(ctx); err != nil {
+		t.Errorf("uninstalling the chart: %v", err)
+	}
+}
+
+// setPool makes node a member of pool (lab.Cluster.SetPool), or of no pool
+// when pool is empty, and returns the node.
+func setPool(ctx context.Context, t *testing.T, cfg *envconf.Config, node, pool string) *corev1.Node {
+	t.Helper()
+	n, err := labCluster(t, cfg).SetPool(ctx, node, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

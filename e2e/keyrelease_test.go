@@ -23,6 +23,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/xila-guard/xila-guard/components/api/fixture"
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
 // Names the key release checks share with the product (the chart's
@@ -33,16 +37,15 @@ const (
 	kbsTokenDir      = "/var/run/secrets/xila-guard/kbs"
 	kbsBinary        = "/xila-guard-attest"
 	kbsContainer     = "kbs"
-	boundEvidenceKey = "guard.xila.us/bound-evidence"
 	keyReleasedEvent = "KeyReleased"
 	keyRefusedEvent  = "KeyRefused"
 	// keySecret keeps the attested tenant's key in the platform namespace.
 	keySecret = "xg-e2e-tenant-keys"
 )
 
-var guardKeyPolicies = schema.GroupVersionResource{Group: guardGroup, Version: "v1alpha1", Resource: "keyreleasepolicies"}
+var guardKeyPolicies = schema.GroupVersionResource{Group: lab.Group, Version: "v1alpha1", Resource: "keyreleasepolicies"}
 
-func kbsURL() string { return "http://" + kbsName + "." + platformNS + ".svc:8082" }
+func kbsURL() string { return "http://" + kbsName + "." + lab.PlatformNamespace + ".svc:8082" }
 
 // keyRelease is what installAttestation made for the key broker, and the
 // pod the key release steps keep running.
@@ -83,32 +86,23 @@ func setUpKeyRelease(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 	k := &keyRelease{resource: tenant + "/model/key", sha256: hex.EncodeToString(sum[:]), other: envconf.RandomName("xg-other", 16)}
 	ctx = context.WithValue(ctx, keyReleaseKey{}, k)
 
-	if _, err := cs.CoreV1().Namespaces().Get(ctx, platformNS, metav1.GetOptions{}); err != nil {
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: platformNS}}, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating namespace %s: %v", platformNS, err)
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, lab.PlatformNamespace, metav1.GetOptions{}); err != nil {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: lab.PlatformNamespace}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating namespace %s: %v", lab.PlatformNamespace, err)
 		}
 	}
-	_ = cs.CoreV1().Secrets(platformNS).Delete(ctx, keySecret, metav1.DeleteOptions{})
+	_ = cs.CoreV1().Secrets(lab.PlatformNamespace).Delete(ctx, keySecret, metav1.DeleteOptions{})
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: keySecret}, Data: map[string][]byte{"model": value}}
-	if _, err := cs.CoreV1().Secrets(platformNS).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Secrets(lab.PlatformNamespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the key Secret: %v", err)
 	}
-	createGuardObject(ctx, t, dyn, guardKeyPolicies, map[string]any{
-		"apiVersion": guardGroup + "/v1alpha1", "kind": "KeyReleasePolicy", "metadata": map[string]any{"name": tenant},
-		"spec": map[string]any{"tenantId": tenant, "keys": []any{map[string]any{
-			"resource": k.resource, "secretRef": map[string]any{"name": keySecret, "key": "model"},
-		}}},
-	})
+	createGuard(ctx, t, dyn, fixture.MakeKeyReleasePolicy(tenant).Key(k.resource, keySecret, "model").Obj())
 
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k.other, Labels: map[string]string{guardTenantLabel: k.other}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k.other, Labels: map[string]string{lab.TenantLabel: k.other}}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the second tenant's namespace: %v", err)
 	}
-	createGuardObject(ctx, t, dyn, guardBindings, map[string]any{
-		"apiVersion": guardGroup + "/v1alpha1", "kind": "TenantBinding", "metadata": map[string]any{"name": k.other},
-		"spec": map[string]any{"tenantId": k.other, "namespaces": []any{k.other}, "nodePool": tenant,
-			"effectivePolicyRef": map[string]any{"name": tenant}},
-	})
+	createGuard(ctx, t, dyn, fixture.MakeTenantBinding(k.other, k.other).Pool(tenant).Policy(tenant).Obj())
 	return ctx
 }
 
@@ -120,9 +114,9 @@ func tearDownKeyRelease(ctx context.Context, t *testing.T, cs kubernetes.Interfa
 	if k == nil {
 		return
 	}
-	_ = dyn.Resource(guardBindings).Delete(ctx, k.other, metav1.DeleteOptions{})
+	_ = dyn.Resource(lab.Bindings).Delete(ctx, k.other, metav1.DeleteOptions{})
 	_ = dyn.Resource(guardKeyPolicies).Delete(ctx, tenant, metav1.DeleteOptions{})
-	_ = cs.CoreV1().Secrets(platformNS).Delete(ctx, keySecret, metav1.DeleteOptions{})
+	_ = cs.CoreV1().Secrets(lab.PlatformNamespace).Delete(ctx, keySecret, metav1.DeleteOptions{})
 	for _, ns := range []string{k.other, k.replayNS} {
 		if ns == "" {
 			continue
@@ -195,7 +189,7 @@ func kbsPod(name string, args ...string) *corev1.Pod {
 func createKBSPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string, args ...string) *corev1.Pod {
 	t.Helper()
 	p := kbsPod(name, args...)
-	p.Spec.SchedulerName = controlledScheduler
+	p.Spec.SchedulerName = lab.ControlledScheduler
 	created, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating pod %s/%s: %v", ns, name, err)
@@ -262,13 +256,13 @@ func kbsExec(ctx context.Context, t *testing.T, cfg *envconf.Config, ns, pod, re
 // writes at PreBind.
 func wantBoundEvidence(t *testing.T, p *corev1.Pod, s *attestedSpec) {
 	t.Helper()
-	got, ok := p.Annotations[boundEvidenceKey]
+	got, ok := p.Annotations[guard.AnnotationBoundEvidence]
 	if !ok {
 		t.Fatalf("pod %s/%s, bound by %s to %s, has no %s annotation: the controlled scheduler did not record the evidence it was bound against",
-			p.Namespace, p.Name, p.Spec.SchedulerName, p.Spec.NodeName, boundEvidenceKey)
+			p.Namespace, p.Name, p.Spec.SchedulerName, p.Spec.NodeName, guard.AnnotationBoundEvidence)
 	}
-	if want := s.NodeUID + "/" + s.Incarnation; got != want {
-		t.Errorf("pod %s/%s: %s is %q, want %q (the attested state of %s)", p.Namespace, p.Name, boundEvidenceKey, got, want, p.Spec.NodeName)
+	if want := s.BoundEvidence(); got != want {
+		t.Errorf("pod %s/%s: %s is %q, want %q (the attested state of %s)", p.Namespace, p.Name, guard.AnnotationBoundEvidence, got, want, p.Spec.NodeName)
 	}
 }
 
@@ -328,12 +322,12 @@ func waitAudit(ctx context.Context, t *testing.T, cs kubernetes.Interface, what 
 	t.Helper()
 	var found *auditRecord
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		pods, err := cs.CoreV1().Pods(platformNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + kbsName})
+		pods, err := cs.CoreV1().Pods(lab.PlatformNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + kbsName})
 		if err != nil {
 			return false, nil
 		}
 		for _, p := range pods.Items {
-			b, err := cs.CoreV1().Pods(platformNS).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			b, err := cs.CoreV1().Pods(lab.PlatformNamespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 			if err != nil {
 				continue
 			}

@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
@@ -72,7 +74,7 @@ func migrationFrom(ctx context.Context, t *testing.T) *migrationEnv {
 func TestVMMigration(t *testing.T) {
 	f := features.New("confidential VM migration only within the trusted pool").
 		Setup(installVMMigration).
-		Assess("a migration is admitted only with its target constrained to the tenant's pool", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-MIGRATION-TARGET a migration is admitted only with its target constrained to the tenant's pool", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			m := migrationFrom(ctx, t)
 			ns := m.tenant
 			owner := impersonated(t, cfg, vmOwner, nil).Resource(gvrMigration).Namespace(ns)
@@ -91,14 +93,14 @@ func TestVMMigration(t *testing.T) {
 				sel  map[string]any
 			}{
 				{"without a target constraint", nil},
-				{"constrained to another pool", map[string]any{guardPoolLabel: m.tenant + "-other"}},
+				{"constrained to another pool", map[string]any{lab.PoolLabel: m.tenant + "-other"}},
 			} {
 				_, err := owner.Create(ctx, migration("refused", tc.sel), metav1.CreateOptions{})
 				if err == nil || !strings.Contains(err.Error(), "MIGRATION_OUTSIDE_POOL") {
 					t.Errorf("a migration %s: %v, want MIGRATION_OUTSIDE_POOL", tc.name, err)
 				}
 			}
-			mig, err := owner.Create(ctx, migration("move-1", map[string]any{guardPoolLabel: m.tenant}), metav1.CreateOptions{})
+			mig, err := owner.Create(ctx, migration("move-1", map[string]any{lab.PoolLabel: m.tenant}), metav1.CreateOptions{})
 			if err != nil {
 				t.Fatalf("a migration constrained to the tenant's pool: %v", err)
 			}
@@ -118,7 +120,7 @@ func TestVMMigration(t *testing.T) {
 			wantReleased(t, "the source launcher", kbsExec(ctx, t, cfg, m.tenant, m.source, k.resource), k.sha256)
 			return ctx
 		}).
-		Assess("the target pod for the default scheduler is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-MIGRATION-TARGET the target pod for the default scheduler is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			m := migrationFrom(ctx, t)
 			p := migrationTargetPod(m, "virt-launcher-"+m.vmi.GetName()+"-dflt")
 			p.Spec.SchedulerName = corev1.DefaultSchedulerName
@@ -128,7 +130,7 @@ func TestVMMigration(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("the target pod waits for a freshly attested node of the pool, and gets the key on that node's own attestation", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-MIGRATION-TARGET the target pod waits for a freshly attested node of the pool, and gets the key on that node's own attestation", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			m, k := migrationFrom(ctx, t), keyReleaseFrom(ctx, t)
 			cs := clientset(t, cfg)
 			w := m.workers[targetWorker]
@@ -203,7 +205,9 @@ func installVMMigration(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 	cs := clientset(t, cfg)
 	dyn := dynamicClientFor(t, cfg)
 	kubectl := filepath.Join(suite.BinDir, "kubectl")
-	applyCRDs(ctx, t, cfg)
+	if err := labCluster(t, cfg).ApplyCRDs(ctx); err != nil {
+		t.Fatal(err)
+	}
 	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "apply", "--server-side", "-f",
 		filepath.Join(suite.RepoRoot, "components/gpudevices/config/kubevirt-crds"))
 	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "wait", "--for=condition=Established", "--timeout=60s",
@@ -214,16 +218,8 @@ func installVMMigration(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 	}
 	m := &migrationEnv{tenantPool: &tenantPool{tenant: envconf.RandomName("xg-vm", 12), workers: twoWorkers(ctx, t, cs)}, cluster: c}
 	ctx = context.WithValue(ctx, migrationKey{}, m)
-	createTenant(ctx, t, cs, dyn, m.tenant, map[string]any{
-		"confinement": "Pool",
-		"evidence":    map[string]any{"acceptedSources": []any{"attested"}, "maxAge": "1m"},
-		"confidentialComputing": map[string]any{
-			"teeTypes":            []any{"SEV-SNP"},
-			"allowedMeasurements": []any{lab.AllowedMeasurement},
-			"requireAttestation":  true,
-			"maxAttestationAge":   "30s",
-		},
-	})
+	createTenant(ctx, t, cfg, fixture.MakePlacementPolicy(m.tenant, v1alpha1.SourceAttested).MaxAge(time.Minute).
+		TEE(v1alpha1.TEESEVSNP).Measurements(v1alpha1.Measurement(lab.AllowedMeasurement)).RequireAttestation(30*time.Second).Obj())
 	ctx = setUpKeyRelease(ctx, t, cs, dyn, m.tenant)
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "vm-migration-e2e", Namespace: m.tenant}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances", "virtualmachineinstancemigrations"},
@@ -250,7 +246,7 @@ func installVMMigration(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 		}
 	}
 	for _, w := range m.workers {
-		setPool(ctx, t, cs, w, m.tenant)
+		setPool(ctx, t, cfg, w, m.tenant)
 		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: ptrTo("on")})
 	}
 	if err := c.InstallChart(ctx, vmMigrationValues(m.workers, m.workers[targetWorker])); err != nil {
@@ -266,7 +262,7 @@ func installVMMigration(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 	vmi := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
 		"metadata": map[string]any{"name": "vm-1", "namespace": m.tenant},
-		"spec": map[string]any{"schedulerName": controlledScheduler,
+		"spec": map[string]any{"schedulerName": lab.ControlledScheduler,
 			"domain": map[string]any{"devices": map[string]any{}}},
 	}}
 	owner := impersonated(t, cfg, vmOwner, nil).Resource(gvrVMI).Namespace(m.tenant)
@@ -306,7 +302,7 @@ func uninstallVMMigration(ctx context.Context, t *testing.T, cfg *envconf.Config
 	if err := m.cluster.UninstallChart(ctx); err != nil {
 		t.Errorf("uninstalling the chart: %v", err)
 	}
-	_ = cs.CoreV1().Secrets(platformNS).Delete(ctx, "xila-guard-attest-lab-chain", metav1.DeleteOptions{})
+	_ = cs.CoreV1().Secrets(lab.PlatformNamespace).Delete(ctx, "xila-guard-attest-lab-chain", metav1.DeleteOptions{})
 	for _, w := range m.workers {
 		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: nil})
 	}
@@ -339,7 +335,7 @@ func launcherKBSPod(m *migrationEnv, name string, labels map[string]string) *cor
 	}
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance",
 		Name: m.vmi.GetName(), UID: m.vmi.GetUID(), Controller: &yes, BlockOwnerDeletion: &yes}}
-	p.Spec.SchedulerName = controlledScheduler
+	p.Spec.SchedulerName = lab.ControlledScheduler
 	p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(0))
 	return p
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
 const (
@@ -263,15 +264,12 @@ func (m *model) waitDenyAllEvent(ctx context.Context, t *testing.T, ref podRef) 
 // exactly when a worker's bounding set lacks CAP_BPF.
 func helmInstallAgent(ctx context.Context, t *testing.T, cfg *envconf.Config, workers []string) {
 	t.Helper()
-	args := []string{"--kubeconfig", cfg.KubeconfigFile(),
-		"upgrade", "--install", releaseName, filepath.Join(suite.RepoRoot, "charts/xila-guard"),
-		"-n", platformNS, "--create-namespace", "--wait", "--timeout", "3m",
-		"--set", "image.tag=" + suite.ImageTag, "--set", "networkPolicy.enabled=true"}
+	agent := map[string]any{"enabled": true}
 	if !nodeHasCapBPF(ctx, t, workers[0]) {
 		t.Logf("the kind nodes' bounding set lacks CAP_BPF: the agent runs with SYS_ADMIN in its place")
-		args = append(args, "--set", "networkPolicy.extraCapabilities={SYS_ADMIN}")
+		agent["extraCapabilities"] = []any{"SYS_ADMIN"}
 	}
-	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), args...)
+	installChart(ctx, t, cfg, nil, map[string]any{"networkPolicy": agent})
 }
 
 // nodeHasCapBPF reads the bounding set of a kind node's init process.
@@ -294,14 +292,14 @@ func nodeHasCapBPF(ctx context.Context, t *testing.T, node string) bool {
 func restartAgents(ctx context.Context, t *testing.T, cfg *envconf.Config) map[string]bool {
 	t.Helper()
 	cs := clientset(t, cfg)
-	pods, err := cs.CoreV1().Pods(platformNS).List(ctx, metav1.ListOptions{LabelSelector: agentSelector})
+	pods, err := cs.CoreV1().Pods(lab.PlatformNamespace).List(ctx, metav1.ListOptions{LabelSelector: agentSelector})
 	if err != nil || len(pods.Items) == 0 {
 		t.Fatalf("listing the agent pods: %v (%d found)", err, len(pods.Items))
 	}
 	old := map[string]bool{}
 	for _, p := range pods.Items {
 		old[p.Name] = true
-		if err := cs.CoreV1().Pods(platformNS).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+		if err := cs.CoreV1().Pods(lab.PlatformNamespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("deleting agent pod %s: %v", p.Name, err)
 		}
 	}
@@ -314,7 +312,7 @@ func waitNewAgents(ctx context.Context, t *testing.T, cfg *envconf.Config, old m
 	t.Helper()
 	cs := clientset(t, cfg)
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := cs.CoreV1().Pods(platformNS).List(ctx, metav1.ListOptions{LabelSelector: agentSelector})
+		pods, err := cs.CoreV1().Pods(lab.PlatformNamespace).List(ctx, metav1.ListOptions{LabelSelector: agentSelector})
 		if err != nil || len(pods.Items) != len(old) {
 			return false, nil
 		}
@@ -345,10 +343,9 @@ func podReady(p *corev1.Pod) bool {
 func uninstallAgent(ctx context.Context, t *testing.T, cfg *envconf.Config, m *model) {
 	t.Helper()
 	cs := clientset(t, cfg)
-	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
-		"uninstall", releaseName, "-n", platformNS, "--wait")
+	uninstallChart(ctx, t, cfg)
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := cs.CoreV1().Pods(platformNS).List(ctx, metav1.ListOptions{LabelSelector: agentSelector})
+		pods, err := cs.CoreV1().Pods(lab.PlatformNamespace).List(ctx, metav1.ListOptions{LabelSelector: agentSelector})
 		return err == nil && len(pods.Items) == 0, nil
 	}); err != nil {
 		t.Errorf("agent pods still there after uninstall: %v", err)

@@ -27,6 +27,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
@@ -81,15 +83,15 @@ func TestObserve(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := waitEvidence(ctx, t, cfg, w, func(s *evidenceSpec) bool { return s.sharing() == wantSharing[i] })
-				if s.Source != "nfd" || !s.Complete || s.NodeUID != string(node.UID) || s.Incarnation == "" {
+				s := waitEvidence(ctx, t, cfg, w, func(s *v1alpha1.NodeSecurityStateSpec) bool { return sharing(s) == wantSharing[i] })
+				if s.Source != "nfd" || !s.Complete || s.NodeUID != node.UID || s.Incarnation == "" {
 					t.Errorf("evidence of %s: source %q complete %v nodeUID %q incarnation %q; want nfd, complete, UID %s, an incarnation",
 						w, s.Source, s.Complete, s.NodeUID, s.Incarnation, node.UID)
 				}
 			}
 			return ctx
 		}).
-		Assess("compliance labels: only the compliant worker is labelled, and a scheduler that honours node affinity places there only", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-COMPLIANCE-LABELS compliance labels: only the compliant worker is labelled, and a scheduler that honours node affinity places there only", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			o := observedFrom(ctx, t)
 			cs := clientset(t, cfg)
 			key := complianceLabel(o.tenant)
@@ -168,7 +170,7 @@ func TestObserve(t *testing.T) {
 			time.Sleep(3 * time.Second)
 			got, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 			if err != nil || got.DeletionTimestamp != nil || got.Status.Phase != corev1.PodRunning {
-				t.Errorf("pod %s after the drift: %v (err %v); want it left running", p.Name, describeStatus(got), err)
+				t.Errorf("pod %s after the drift: %v (err %v); want it left running", p.Name, lab.DescribeStatus(got), err)
 			}
 			if n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err != nil || n.Spec.Unschedulable {
 				t.Errorf("node %s after the drift: unschedulable %v (err %v); want it left alone", node, n != nil && n.Spec.Unschedulable, err)
@@ -181,7 +183,7 @@ func TestObserve(t *testing.T) {
 			shared, flipped := o.workers[timeSlicedPoolNode], o.workers[compliantPoolNode]
 			// The printer columns read these: never blank while healthy.
 			waitFor(ctx, t, 30*time.Second, func() error {
-				b, err := dyn.Resource(guardBindings).Get(ctx, o.tenant, metav1.GetOptions{})
+				b, err := dyn.Resource(lab.Bindings).Get(ctx, o.tenant, metav1.GetOptions{})
 				if err != nil {
 					return err
 				}
@@ -190,14 +192,14 @@ func TestObserve(t *testing.T) {
 				if count != 2 || policy != o.tenant || readyOf(b) != "True" {
 					return fmt.Errorf("TenantBinding %s status %v", o.tenant, b.Object["status"])
 				}
-				p, err := dyn.Resource(guardPolicies).Get(ctx, o.tenant, metav1.GetOptions{})
+				p, err := dyn.Resource(lab.Policies).Get(ctx, o.tenant, metav1.GetOptions{})
 				if err != nil {
 					return err
 				}
 				if n, _, _ := unstructured.NestedInt64(p.Object, "status", "bindings"); n != 1 || readyOf(p) != "True" {
 					return fmt.Errorf("PlacementPolicy %s status %v", o.tenant, p.Object["status"])
 				}
-				st, err := dyn.Resource(guardStates).Get(ctx, shared, metav1.GetOptions{})
+				st, err := dyn.Resource(lab.States).Get(ctx, shared, metav1.GetOptions{})
 				if err != nil {
 					return err
 				}
@@ -297,15 +299,15 @@ func TestObserve(t *testing.T) {
 				verb string
 				want bool
 			}{
-				{"system:serviceaccount:" + platformNS + ":" + observeName, "create", true},
-				{"system:serviceaccount:" + platformNS + ":" + observeName, "update", true},
+				{"system:serviceaccount:" + lab.PlatformNamespace + ":" + observeName, "create", true},
+				{"system:serviceaccount:" + lab.PlatformNamespace + ":" + observeName, "update", true},
 				{"system:serviceaccount:" + o.tenant + ":default", "create", false},
 				{"system:serviceaccount:" + o.tenant + ":default", "update", false},
-				{"system:serviceaccount:" + platformNS + ":default", "update", false},
+				{"system:serviceaccount:" + lab.PlatformNamespace + ":default", "update", false},
 			} {
 				sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 					User: c.user, ResourceAttributes: &authorizationv1.ResourceAttributes{
-						Group: guardGroup, Resource: "nodesecuritystates", Verb: c.verb, Name: o.workers[0]},
+						Group: lab.Group, Resource: "nodesecuritystates", Verb: c.verb, Name: o.workers[0]},
 				}}
 				got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 				if err != nil {
@@ -321,7 +323,7 @@ func TestObserve(t *testing.T) {
 			o := observedFrom(ctx, t)
 			cs := clientset(t, cfg)
 			w := o.workers[timeSlicedPoolNode]
-			patchNodeLabels(ctx, t, cs, w, map[string]*string{guardPoolLabel: nil})
+			patchNodeLabels(ctx, t, cs, w, map[string]*string{lab.PoolLabel: nil})
 			waitPoolTaint(ctx, t, cs, w, o.tenant, false)
 			waitEvidenceGone(ctx, t, cfg, w)
 			return ctx
@@ -338,23 +340,20 @@ func TestObserve(t *testing.T) {
 // controller is what taints them and publishes their evidence.
 func installObserve(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 	cs := clientset(t, cfg)
-	dyn := dynamicClientFor(t, cfg)
-	applyCRDs(ctx, t, cfg)
-	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
-		"upgrade", "--install", releaseName, filepath.Join(suite.RepoRoot, "charts/xila-guard"),
-		"-n", platformNS, "--create-namespace", "--wait", "--timeout", "3m",
-		"-f", filepath.Join(suite.RepoRoot, "e2e/testdata/observe-values.yaml"),
-		"--set", "image.tag="+suite.ImageTag)
+	if err := labCluster(t, cfg).ApplyCRDs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	installChart(ctx, t, cfg, []string{"observe-values.yaml"})
 
 	o := &tenantPool{tenant: envconf.RandomName("xg-observed", 16), workers: twoWorkers(ctx, t, cs)}
 	ctx = context.WithValue(ctx, observedKey{}, o)
-	createPoolTenant(ctx, t, cs, dyn, o.tenant, "nfd")
+	createPoolTenant(ctx, t, cfg, o.tenant, v1alpha1.SourceNFD)
 	for i, w := range o.workers {
 		sharing := "none"
 		if i == timeSlicedPoolNode {
 			sharing = "time-slicing"
 		}
-		labels := map[string]*string{guardPoolLabel: ptrTo(o.tenant)}
+		labels := map[string]*string{lab.PoolLabel: ptrTo(o.tenant)}
 		for k, v := range nfdLabels(sharing) {
 			labels[k] = ptrTo(v)
 		}
@@ -375,7 +374,7 @@ func uninstallObserve(ctx context.Context, t *testing.T, cfg *envconf.Config) co
 	dyn := dynamicClientFor(t, cfg)
 	zero := int64(0)
 	_ = cs.CoreV1().Pods(o.tenant).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	remove := map[string]*string{guardPoolLabel: nil, complianceLabel(o.tenant): nil}
+	remove := map[string]*string{lab.PoolLabel: nil, complianceLabel(o.tenant): nil}
 	for k := range nfdLabels("") {
 		remove[k] = nil
 	}
@@ -384,15 +383,14 @@ func uninstallObserve(ctx context.Context, t *testing.T, cfg *envconf.Config) co
 	}
 	for _, w := range o.workers {
 		waitPoolTaint(ctx, t, cs, w, o.tenant, false)
-		_ = dyn.Resource(guardStates).Delete(ctx, w, metav1.DeleteOptions{})
+		_ = dyn.Resource(lab.States).Delete(ctx, w, metav1.DeleteOptions{})
 	}
-	_ = dyn.Resource(guardBindings).Delete(ctx, o.tenant, metav1.DeleteOptions{})
-	_ = dyn.Resource(guardPolicies).Delete(ctx, o.tenant, metav1.DeleteOptions{})
+	_ = dyn.Resource(lab.Bindings).Delete(ctx, o.tenant, metav1.DeleteOptions{})
+	_ = dyn.Resource(lab.Policies).Delete(ctx, o.tenant, metav1.DeleteOptions{})
 	if err := cs.CoreV1().Namespaces().Delete(ctx, o.tenant, metav1.DeleteOptions{}); err != nil {
 		t.Errorf("deleting namespace %s: %v", o.tenant, err)
 	}
-	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
-		"uninstall", releaseName, "-n", platformNS, "--wait")
+	uninstallChart(ctx, t, cfg)
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		return len(observePods(ctx, t, cs)) == 0, nil
 	})
@@ -411,7 +409,7 @@ func createBoundPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"runai/queue": "team-a"}},
 		Spec: corev1.PodSpec{
 			SchedulerName: externalScheduler,
-			Tolerations:   []corev1.Toleration{{Key: guardPoolLabel, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			Tolerations:   []corev1.Toleration{{Key: lab.PoolLabel, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 			Containers: []corev1.Container{{
 				Name: "pause", Image: suite.Agnhost, ImagePullPolicy: corev1.PullNever, Args: []string{"pause"},
 			}},
@@ -440,7 +438,7 @@ func createAffinePod(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
-			Tolerations: []corev1.Toleration{{Key: guardPoolLabel, Operator: corev1.TolerationOpEqual, Value: ns, Effect: corev1.TaintEffectNoSchedule}},
+			Tolerations: []corev1.Toleration{{Key: lab.PoolLabel, Operator: corev1.TolerationOpEqual, Value: ns, Effect: corev1.TaintEffectNoSchedule}},
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 					{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{"true"}}}}}}}},
@@ -523,7 +521,7 @@ func waitPoolTaint(ctx context.Context, t *testing.T, cs kubernetes.Interface, n
 		taints = n.Spec.Taints
 		var found []string
 		for _, taint := range taints {
-			if taint.Key == guardPoolLabel && taint.Effect == corev1.TaintEffectNoSchedule {
+			if taint.Key == lab.PoolLabel && taint.Effect == corev1.TaintEffectNoSchedule {
 				found = append(found, taint.Value)
 			}
 		}
@@ -533,51 +531,37 @@ func waitPoolTaint(ctx context.Context, t *testing.T, cs kubernetes.Interface, n
 		return len(found) == 0, nil
 	})
 	if err != nil {
-		t.Errorf("node %s: want pool taint %s=%s:NoSchedule present %v, taints %v: %v", node, guardPoolLabel, pool, want, taints, err)
+		t.Errorf("node %s: want pool taint %s=%s:NoSchedule present %v, taints %v: %v", node, lab.PoolLabel, pool, want, taints, err)
 	}
 }
 
-// evidenceSpec is the part of a NodeSecurityState the test reads.
-type evidenceSpec struct {
-	NodeUID     string `json:"nodeUID"`
-	Incarnation string `json:"incarnation"`
-	Source      string `json:"source"`
-	Complete    bool   `json:"complete"`
-	Devices     []struct {
-		SharingMode string `json:"sharingMode"`
-	} `json:"devices"`
-}
-
 // sharing is the sharing mode of the node's devices when they agree.
-func (s *evidenceSpec) sharing() string {
-	mode := ""
+func sharing(s *v1alpha1.NodeSecurityStateSpec) string {
+	var mode v1alpha1.GPUSharingMode
 	for i, d := range s.Devices {
 		if i > 0 && d.SharingMode != mode {
 			return "mixed"
 		}
 		mode = d.SharingMode
 	}
-	return mode
+	return string(mode)
 }
 
 // waitEvidence waits until the node's NodeSecurityState satisfies ok.
-func waitEvidence(ctx context.Context, t *testing.T, cfg *envconf.Config, node string, ok func(*evidenceSpec) bool) *evidenceSpec {
+func waitEvidence(ctx context.Context, t *testing.T, cfg *envconf.Config, node string, ok func(*v1alpha1.NodeSecurityStateSpec) bool) *v1alpha1.NodeSecurityStateSpec {
 	t.Helper()
 	dyn := dynamicClientFor(t, cfg)
-	var last *evidenceSpec
+	var last *v1alpha1.NodeSecurityStateSpec
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		u, err := dyn.Resource(guardStates).Get(ctx, node, metav1.GetOptions{})
+		u, err := dyn.Resource(lab.States).Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
-		data, err := json.Marshal(u.Object["spec"])
-		if err != nil {
+		state := &v1alpha1.NodeSecurityState{}
+		if err := fixture.FromUnstructured(u, state); err != nil {
 			return false, err
 		}
-		last = &evidenceSpec{}
-		if err := json.Unmarshal(data, last); err != nil {
-			return false, err
-		}
+		last = &state.Spec
 		return ok(last), nil
 	})
 	if err != nil {
@@ -590,7 +574,7 @@ func waitEvidenceGone(ctx context.Context, t *testing.T, cfg *envconf.Config, no
 	t.Helper()
 	dyn := dynamicClientFor(t, cfg)
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(guardStates).Get(ctx, node, metav1.GetOptions{})
+		_, err := dyn.Resource(lab.States).Get(ctx, node, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
@@ -666,7 +650,7 @@ func waitRecord(ctx context.Context, t *testing.T, cs kubernetes.Interface, time
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		seen = 0
 		for _, p := range observePods(ctx, t, cs) {
-			logs, err := cs.CoreV1().Pods(platformNS).GetLogs(p.Name, &corev1.PodLogOptions{Container: "observe"}).DoRaw(ctx)
+			logs, err := cs.CoreV1().Pods(lab.PlatformNamespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "observe"}).DoRaw(ctx)
 			if err != nil {
 				continue
 			}
@@ -695,7 +679,7 @@ func waitRecord(ctx context.Context, t *testing.T, cs kubernetes.Interface, time
 // observePods lists the controller's pods.
 func observePods(ctx context.Context, t *testing.T, cs kubernetes.Interface) []corev1.Pod {
 	t.Helper()
-	pods, err := cs.CoreV1().Pods(platformNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + observeName})
+	pods, err := cs.CoreV1().Pods(lab.PlatformNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + observeName})
 	if err != nil {
 		t.Fatalf("listing %s pods: %v", observeName, err)
 	}
@@ -707,7 +691,7 @@ func leader(ctx context.Context, t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
 	var holder string
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := cs.CoordinationV1().Leases(platformNS).Get(ctx, observeLease, metav1.GetOptions{})
+		l, err := cs.CoordinationV1().Leases(lab.PlatformNamespace).Get(ctx, observeLease, metav1.GetOptions{})
 		if err != nil || l.Spec.HolderIdentity == nil {
 			return false, nil
 		}
@@ -721,7 +705,7 @@ func leader(ctx context.Context, t *testing.T, cs kubernetes.Interface) string {
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("Lease %s/%s: holder %q is none of the %s pods: %v", platformNS, observeLease, holder, observeName, err)
+		t.Fatalf("Lease %s/%s: holder %q is none of the %s pods: %v", lab.PlatformNamespace, observeLease, holder, observeName, err)
 	}
 	return holder
 }
@@ -731,7 +715,7 @@ func leader(ctx context.Context, t *testing.T, cs kubernetes.Interface) string {
 // matches that label set exactly. ok is false when none matched.
 func metricSum(ctx context.Context, t *testing.T, cs kubernetes.Interface, prefix string) (sum float64, ok bool) {
 	t.Helper()
-	body, err := cs.CoreV1().Pods(platformNS).ProxyGet("http", leader(ctx, t, cs), observeMetricsPort, "/metrics", nil).DoRaw(ctx)
+	body, err := cs.CoreV1().Pods(lab.PlatformNamespace).ProxyGet("http", leader(ctx, t, cs), observeMetricsPort, "/metrics", nil).DoRaw(ctx)
 	if err != nil {
 		return 0, false
 	}

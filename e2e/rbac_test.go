@@ -22,7 +22,7 @@ func TestTenantRBAC(t *testing.T) {
 		Setup(setUpLab(func(l *lab.Lab) (map[string]any, error) {
 			return lab.TenantRBACValues(l.Tenant.Name, l.User), nil
 		})).
-		Assess("tenant user: own pods allowed, everything else denied", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-TENANT-RBAC tenant user: own pods allowed, everything else denied", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			matrix, err := l.TenantRBACMatrix(ctx, l.Tenant, l.User)
 			if err != nil {

@@ -13,34 +13,24 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
-// Names the enforcement test shares with the product.
+// Indexes of the workers in workerNames.
 const (
-	guardGroup          = "guard.xila.us"
-	guardPoolLabel      = "guard.xila.us/tenant-pool"
-	guardTenantLabel    = "guard.xila.us/tenant"
-	controlledScheduler = "xila-guard-scheduler"
-	platformNS          = "xila-guard-system"
-	releaseName         = "xila-guard"
-	compliantWorker     = 0 // index in workerNames: mock evidence, exclusive GPUs
-	timeSlicedWorker    = 1 // mock evidence, time-sliced GPUs
-)
-
-var (
-	guardPolicies = schema.GroupVersionResource{Group: guardGroup, Version: "v1alpha1", Resource: "placementpolicies"}
-	guardBindings = schema.GroupVersionResource{Group: guardGroup, Version: "v1alpha1", Resource: "tenantbindings"}
-	guardStates   = schema.GroupVersionResource{Group: guardGroup, Version: "v1alpha1", Resource: "nodesecuritystates"}
+	compliantWorker  = 0 // mock evidence, exclusive GPUs
+	timeSlicedWorker = 1 // mock evidence, time-sliced GPUs
 )
 
 // enforcement is what the test set up, kept in the context.
@@ -109,26 +99,21 @@ func TestEnforcement(t *testing.T) {
 func installEnforcement(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 	cs := clientset(t, cfg)
 	dyn := dynamicClientFor(t, cfg)
-	applyCRDs(ctx, t, cfg)
+	if err := labCluster(t, cfg).ApplyCRDs(ctx); err != nil {
+		t.Fatal(err)
+	}
 	helmInstall(ctx, t, cfg, "production")
 
 	e := &enforcement{tenant: envconf.RandomName("xg-tenant", 16), workers: twoWorkers(ctx, t, cs)}
-	createPoolTenant(ctx, t, cs, dyn, e.tenant, "attested")
+	createPoolTenant(ctx, t, cfg, e.tenant, v1alpha1.SourceAttested)
 	for i, w := range e.workers[:2] {
-		sharing := "Exclusive"
+		sharing := v1alpha1.SharingExclusive
 		if i == timeSlicedWorker {
-			sharing = "TimeSlicing"
+			sharing = v1alpha1.SharingTimeSlicing
 		}
-		node := setPool(ctx, t, cs, w, e.tenant)
-		createGuardObject(ctx, t, dyn, guardStates, map[string]any{
-			"apiVersion": guardGroup + "/v1alpha1", "kind": "NodeSecurityState",
-			"metadata": map[string]any{"name": w, "labels": map[string]any{guardPoolLabel: e.tenant}},
-			"spec": map[string]any{
-				"nodeUID": string(node.UID), "incarnation": "e2e-1", "observedAt": time.Now().UTC().Format(time.RFC3339),
-				"source": "mock", "complete": true,
-				"devices": []any{map[string]any{"id": "gpu-0", "vendor": "nvidia", "sharingMode": sharing}},
-			},
-		})
+		node := setPool(ctx, t, cfg, w, e.tenant)
+		createGuard(ctx, t, dyn, fixture.MakeNodeSecurityState(w, node.UID, v1alpha1.SourceMock).
+			Label(lab.PoolLabel, e.tenant).Incarnation("e2e-1").GPU("gpu-0", sharing).Obj())
 	}
 	return context.WithValue(ctx, enforcementKey{}, e)
 }
@@ -141,8 +126,7 @@ func uninstallEnforcement(ctx context.Context, t *testing.T, cfg *envconf.Config
 		return ctx
 	}
 	removePoolTenant(ctx, t, cfg, e.tenant, e.workers[:2])
-	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
-		"uninstall", releaseName, "-n", platformNS, "--wait")
+	uninstallChart(ctx, t, cfg)
 	return ctx
 }
 
@@ -153,11 +137,11 @@ func removePoolTenant(ctx context.Context, t *testing.T, cfg *envconf.Config, te
 	cs := clientset(t, cfg)
 	dyn := dynamicClientFor(t, cfg)
 	for _, w := range workers {
-		setPool(ctx, t, cs, w, "")
-		_ = dyn.Resource(guardStates).Delete(ctx, w, metav1.DeleteOptions{})
+		setPool(ctx, t, cfg, w, "")
+		_ = dyn.Resource(lab.States).Delete(ctx, w, metav1.DeleteOptions{})
 	}
-	_ = dyn.Resource(guardBindings).Delete(ctx, tenant, metav1.DeleteOptions{})
-	_ = dyn.Resource(guardPolicies).Delete(ctx, tenant, metav1.DeleteOptions{})
+	_ = dyn.Resource(lab.Bindings).Delete(ctx, tenant, metav1.DeleteOptions{})
+	_ = dyn.Resource(lab.Policies).Delete(ctx, tenant, metav1.DeleteOptions{})
 	if err := cs.CoreV1().Namespaces().Delete(ctx, tenant, metav1.DeleteOptions{}); err != nil {
 		t.Errorf("deleting namespace %s: %v", tenant, err)
 	}
@@ -167,57 +151,14 @@ func removePoolTenant(ctx context.Context, t *testing.T, cfg *envconf.Config, te
 // given profile, and waits for it to roll out.
 func helmInstall(ctx context.Context, t *testing.T, cfg *envconf.Config, profile string) {
 	t.Helper()
-	runTool(ctx, t, filepath.Join(suite.BinDir, "helm"), "--kubeconfig", cfg.KubeconfigFile(),
-		"upgrade", "--install", releaseName, filepath.Join(suite.RepoRoot, "charts/xila-guard"),
-		"-n", platformNS, "--create-namespace", "--wait", "--timeout", "3m",
-		"-f", filepath.Join(suite.RepoRoot, "e2e/testdata/enforcement-values.yaml"),
-		"--set", "image.tag="+suite.ImageTag, "--set", "enforcement.profile="+profile)
-}
-
-// setPool labels and taints a worker as a member of pool, or removes both
-// when pool is empty.
-func setPool(ctx context.Context, t *testing.T, cs kubernetes.Interface, name, pool string) *corev1.Node {
-	t.Helper()
-	var node *corev1.Node
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		taints := n.Spec.Taints[:0]
-		for _, taint := range n.Spec.Taints {
-			if taint.Key != guardPoolLabel {
-				taints = append(taints, taint)
-			}
-		}
-		delete(n.Labels, guardPoolLabel)
-		if pool != "" {
-			n.Labels[guardPoolLabel] = pool
-			taints = append(taints, corev1.Taint{Key: guardPoolLabel, Value: pool, Effect: corev1.TaintEffectNoSchedule})
-		}
-		n.Spec.Taints = taints
-		node, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("setting the pool of node %s to %q: %v", name, pool, err)
-	}
-	return node
+	installChart(ctx, t, cfg, []string{"enforcement-values.yaml"}, map[string]any{"enforcement": map[string]any{"profile": profile}})
 }
 
 // createTenantPod creates an agnhost pod for the controlled scheduler.
 func createTenantPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string, affinity *corev1.Affinity) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PodSpec{
-			SchedulerName: controlledScheduler,
-			Affinity:      affinity,
-			Containers: []corev1.Container{{
-				Name: "pause", Image: suite.Agnhost, ImagePullPolicy: corev1.PullNever, Args: []string{"pause"},
-			}},
-		},
-	}
+	p := fixture.MakePod(name, ns).Scheduler(lab.ControlledScheduler).Image(suite.Agnhost, corev1.PullNever).Args("pause").Obj()
+	p.Spec.Affinity = affinity
 	created, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating pod %s/%s: %v", ns, name, err)
@@ -254,7 +195,7 @@ func waitRefusedWith(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("pod %s/%s: want it Pending with %s: %v (status: %s)", p.Namespace, p.Name, reason, err, describeStatus(got))
+		t.Fatalf("pod %s/%s: want it Pending with %s: %v (status: %s)", p.Namespace, p.Name, reason, err, lab.DescribeStatus(got))
 	}
 }
 
@@ -266,11 +207,20 @@ func deletePodNow(ctx context.Context, t *testing.T, cs kubernetes.Interface, p 
 	}
 }
 
-func createGuardObject(ctx context.Context, t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj map[string]any) {
+// createGuard creates a typed guard object (package fixture builds them),
+// deleting first any cluster-scoped object of its kind and name.
+func createGuard(ctx context.Context, t *testing.T, dyn dynamic.Interface, obj runtime.Object) {
 	t.Helper()
-	u := &unstructured.Unstructured{Object: obj}
-	_ = dyn.Resource(gvr).Delete(ctx, u.GetName(), metav1.DeleteOptions{})
-	if _, err := dyn.Resource(gvr).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+	u, err := fixture.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(u.GroupVersionKind())
+	r := dyn.Resource(gvr).Namespace(u.GetNamespace())
+	if u.GetNamespace() == "" {
+		_ = dyn.Resource(gvr).Delete(ctx, u.GetName(), metav1.DeleteOptions{})
+	}
+	if _, err := r.Create(ctx, u, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating %s %s: %v", gvr.Resource, u.GetName(), err)
 	}
 }
@@ -294,43 +244,19 @@ func runTool(ctx context.Context, t *testing.T, name string, args ...string) {
 	}
 }
 
-// applyCRDs installs the guard CRDs and waits until they are served.
-func applyCRDs(ctx context.Context, t *testing.T, cfg *envconf.Config) {
-	t.Helper()
-	kubectl := filepath.Join(suite.BinDir, "kubectl")
-	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(),
-		"apply", "--server-side", "-f", filepath.Join(suite.RepoRoot, "components/api/config/crd"))
-	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(),
-		"wait", "--for=condition=Established", "--timeout=60s", "crd/placementpolicies.guard.xila.us",
-		"crd/tenantbindings.guard.xila.us", "crd/nodesecuritystates.guard.xila.us", "crd/keyreleasepolicies.guard.xila.us")
-}
-
 // createPoolTenant creates a tenant of one namespace, both named tenant,
 // bound to a policy of its name that confines it to its pool, accepts
 // evidence of source and forbids time-slicing.
-func createPoolTenant(ctx context.Context, t *testing.T, cs kubernetes.Interface, dyn dynamic.Interface, tenant, source string) {
+func createPoolTenant(ctx context.Context, t *testing.T, cfg *envconf.Config, tenant string, source v1alpha1.EvidenceSource) {
 	t.Helper()
-	createTenant(ctx, t, cs, dyn, tenant, map[string]any{
-		"confinement": "Pool",
-		"evidence":    map[string]any{"acceptedSources": []any{source}},
-		"gpuSharing":  map[string]any{"forbiddenModes": []any{"TimeSlicing"}},
-	})
+	createTenant(ctx, t, cfg, fixture.MakePlacementPolicy(tenant, source).ForbidSharing(v1alpha1.SharingTimeSlicing).Obj())
 }
 
-// createTenant creates a tenant of one namespace, both named tenant, bound
-// to a policy of its name with the given spec.
-func createTenant(ctx context.Context, t *testing.T, cs kubernetes.Interface, dyn dynamic.Interface, tenant string, policy map[string]any) {
+// createTenant creates a tenant of one namespace, both named after the
+// policy, bound to the policy.
+func createTenant(ctx context.Context, t *testing.T, cfg *envconf.Config, policy *v1alpha1.PlacementPolicy) {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant, Labels: map[string]string{guardTenantLabel: tenant}}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating the tenant's namespace: %v", err)
+	if err := labCluster(t, cfg).CreateTenantOf(ctx, policy); err != nil {
+		t.Fatal(err)
 	}
-	createGuardObject(ctx, t, dyn, guardPolicies, map[string]any{
-		"apiVersion": guardGroup + "/v1alpha1", "kind": "PlacementPolicy", "metadata": map[string]any{"name": tenant},
-		"spec": policy,
-	})
-	createGuardObject(ctx, t, dyn, guardBindings, map[string]any{
-		"apiVersion": guardGroup + "/v1alpha1", "kind": "TenantBinding", "metadata": map[string]any{"name": tenant},
-		"spec": map[string]any{"tenantId": tenant, "namespaces": []any{tenant}, "effectivePolicyRef": map[string]any{"name": tenant}},
-	})
 }

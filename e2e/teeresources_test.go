@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
 const (
@@ -126,7 +128,7 @@ func waitPodGone(ctx context.Context, t *testing.T, cs kubernetes.Interface, p *
 // bytes, 0 when it states none.
 func stateEPCSize(ctx context.Context, t *testing.T, cfg *envconf.Config, node string) int64 {
 	t.Helper()
-	u, err := dynamicClientFor(t, cfg).Resource(guardStates).Get(ctx, node, metav1.GetOptions{})
+	u, err := dynamicClientFor(t, cfg).Resource(lab.States).Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +183,7 @@ func createEPCPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
-			SchedulerName: controlledScheduler,
+			SchedulerName: lab.ControlledScheduler,
 			Containers: []corev1.Container{{
 				Name: "pause", Image: suite.Agnhost, ImagePullPolicy: corev1.PullNever, Args: []string{"pause"},
 				Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
@@ -344,7 +346,7 @@ func restartKubelet(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 // teeAgentPod returns the name of the TEE resource agent on the node.
 func teeAgentPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, node string) string {
 	t.Helper()
-	pods, err := cs.CoreV1().Pods(platformNS).List(ctx, metav1.ListOptions{
+	pods, err := cs.CoreV1().Pods(lab.PlatformNamespace).List(ctx, metav1.ListOptions{
 		LabelSelector: "app.kubernetes.io/name=" + teeResourcesApp, FieldSelector: "spec.nodeName=" + node})
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("the TEE resource agent of %s: %v (%d pods)", node, err, len(pods.Items))
@@ -362,7 +364,7 @@ const (
 // (its JSON log). The log comes through the node's kubelet, so it cannot
 // be read while the kubelet restarts.
 func logTimes(ctx context.Context, cs kubernetes.Interface, pod, msg string) ([]time.Time, error) {
-	data, err := cs.CoreV1().Pods(platformNS).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
+	data, err := cs.CoreV1().Pods(lab.PlatformNamespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the log of %s: %w", pod, err)
 	}

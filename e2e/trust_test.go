@@ -24,7 +24,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
@@ -165,14 +167,9 @@ func newTrustEnv(ctx context.Context, t *testing.T, l *lab.Lab) *trustEnv {
 	if err != nil {
 		t.Fatalf("creating the other tenant's node: %v", err)
 	}
-	state := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": lab.Group + "/v1alpha1", "kind": "NodeSecurityState",
-		"metadata": map[string]any{"name": betaNode, "labels": map[string]any{lab.PoolLabel: "beta"}},
-		"spec": map[string]any{"nodeUID": string(created.UID), "incarnation": "lab-1", "observedAt": time.Now().UTC().Format(time.RFC3339),
-			"source": "mock", "complete": true, "devices": []any{map[string]any{"id": "gpu-0", "vendor": "nvidia", "sharingMode": "Exclusive"}}},
-	}}
-	_ = l.Dyn.Resource(lab.States).Delete(ctx, betaNode, metav1.DeleteOptions{})
-	if _, err := l.Dyn.Resource(lab.States).Create(ctx, state, metav1.CreateOptions{}); err != nil {
+	state := fixture.MakeNodeSecurityState(betaNode, created.UID, v1alpha1.SourceMock).Label(lab.PoolLabel, "beta").
+		Incarnation("lab-1").GPU("gpu-0", v1alpha1.SharingExclusive).Obj()
+	if err := l.Replace(ctx, state); err != nil {
 		t.Fatalf("creating the other tenant's evidence: %v", err)
 	}
 	for _, ns := range []string{plainNS, forgedNS, flipNS} {
@@ -545,44 +542,44 @@ func (e *trustEnv) attempts() []attempt {
 	return []attempt{
 		// Pool membership, from a node's own seat (NodeRestriction also
 		// refuses a kubelet's taint changes).
-		{"node removes its pool label", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
+		{"G-POOL-LABEL node removes its pool label", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.compliant, false, labels(lab.PoolLabel, nil))
 		}, nil},
-		{"node moves itself to another tenant's pool", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
+		{"G-POOL-LABEL node moves itself to another tenant's pool", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.compliant, false, labels(lab.PoolLabel, "beta"))
 		}, nil},
-		{"node moves itself to another pool through nodes/status", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
+		{"G-POOL-LABEL node moves itself to another pool through nodes/status", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.compliant, true, labels(lab.PoolLabel, "beta"))
 		}, nil},
-		{"node drops its pool taint", "POOL_ADMIN_ONLY|taints", func(ctx context.Context) error {
+		{"G-POOL-LABEL node drops its pool taint", "POOL_ADMIN_ONLY|taints", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.compliant, false, withTaints(map[string]any{}))
 		}, nil},
-		{"control plane labels itself into a pool", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
+		{"G-POOL-LABEL control plane labels itself into a pool", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
 			return patchNode(ctx, cp, e.controlPlane, false, labels(lab.PoolLabel, pool))
 		}, nil},
-		{"control plane labels itself into a pool through nodes/status", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
+		{"G-POOL-LABEL control plane labels itself into a pool through nodes/status", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
 			return patchNode(ctx, cp, e.controlPlane, true, labels(lab.PoolLabel, pool))
 		}, nil},
-		{"node labels another node", rbacDenied + "|forbidden", func(ctx context.Context) error {
+		{"G-POOL-LABEL node labels another node", rbacDenied + "|forbidden", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.sliced, false, labels(lab.PoolLabel, "beta"))
 		}, nil},
 		// A node's mirror pod in the tenant's namespace: the tenant's
 		// placement on that node, judged like any other.
-		{"time-sliced worker's kubelet puts a mirror pod in the tenant's namespace", "TIME_SLICING_FORBIDDEN", e.mirrorPod(node(e.sliced), ns, e.sliced), nil},
-		{"compliant worker's kubelet gives its tenant pod an address of the time-sliced worker's pods", "POD_ADDRESS_OUTSIDE_NODE",
+		{"G-MIRROR-POD time-sliced worker's kubelet puts a mirror pod in the tenant's namespace", "TIME_SLICING_FORBIDDEN", e.mirrorPod(node(e.sliced), ns, e.sliced), nil},
+		{"G-POD-ADDRESS compliant worker's kubelet gives its tenant pod an address of the time-sliced worker's pods", "POD_ADDRESS_OUTSIDE_NODE",
 			e.podAddress(w1, ns, e.compliant, e.sliced, &held), e.ownPodAddress(w1, e.compliant, &held)},
-		{"control plane's kubelet puts a mirror pod in the tenant's namespace", "OUTSIDE_POOL", e.mirrorPod(cp, ns, e.controlPlane), nil},
+		{"G-MIRROR-POD control plane's kubelet puts a mirror pod in the tenant's namespace", "OUTSIDE_POOL", e.mirrorPod(cp, ns, e.controlPlane), nil},
 		// Evidence, from a node's seat.
-		{"node claims exclusive GPUs", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
+		{"G-EVIDENCE-LABELS node claims exclusive GPUs", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.compliant, false, labels("nvidia.com/gpu.sharing-strategy", "none"))
 		}, nil},
-		{"node claims a TEE", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
+		{"G-EVIDENCE-LABELS node claims a TEE", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.compliant, false, labels("feature.node.kubernetes.io/cpu-security.tdx.enabled", "true"))
 		}, nil},
-		{"node writes mock evidence", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
+		{"G-EVIDENCE-LABELS node writes mock evidence", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.compliant, false, labels("guard.xila.us/mock-sharing-mode", "Exclusive"))
 		}, nil},
-		{"node writes evidence through nodes/status", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
+		{"G-EVIDENCE-LABELS node writes evidence through nodes/status", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.compliant, true, labels("nvidia.com/gpu.product", "H100"))
 		}, nil},
 		{"node writes its NodeSecurityState", rbacDenied, func(ctx context.Context) error {
@@ -595,28 +592,28 @@ func (e *trustEnv) attempts() []attempt {
 		}, nil},
 		// Attested evidence comes from the attestation controller alone,
 		// whoever else holds write access to NodeSecurityStates.
-		{"administrator vouches for a node's evidence as attested", "ATTESTED_EVIDENCE_NOT_ALLOWED", func(ctx context.Context) error {
+		{"G-ATTESTED-EVIDENCE administrator vouches for a node's evidence as attested", "ATTESTED_EVIDENCE_NOT_ALLOWED", func(ctx context.Context) error {
 			_, err := e.l.Dyn.Resource(lab.States).Patch(ctx, e.compliant, types.MergePatchType, []byte(`{"spec":{"source":"attested"}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}, nil},
-		{"node heartbeat of a pool node (control)", "", func(ctx context.Context) error {
+		{"G-POOL-LABEL node heartbeat of a pool node (control)", "", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.compliant, true, labels("example.com/heartbeat", "1"))
 		}, nil},
 		// An operator with node rights.
-		{"operator labels the control plane into a pool with its taint", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
+		{"G-POOL-LABEL operator labels the control plane into a pool with its taint", "POOL_ADMIN_ONLY", func(ctx context.Context) error {
 			return patchNode(ctx, e.operator, e.controlPlane, false, withTaints(labels(lab.PoolLabel, pool), poolTaint(pool)))
 		}, nil},
-		{"operator changes evidence", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
+		{"G-EVIDENCE-LABELS operator changes evidence", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
 			return patchNode(ctx, e.operator, e.sliced, false, labels("nvidia.com/gpu.sharing-strategy", "none"))
 		}, nil},
-		{"operator cordons a pool node (control)", "", func(ctx context.Context) error {
+		{"G-POOL-LABEL operator cordons a pool node (control)", "", func(ctx context.Context) error {
 			return patchNode(ctx, e.operator, e.compliant, false, map[string]any{"spec": map[string]any{"unschedulable": true}})
 		}, nil},
 		// The administrator: label and taint always go together.
-		{"administrator adds a pool label without its taint", "POOL_TAINT_MISSING", func(ctx context.Context) error {
+		{"G-POOL-LABEL administrator adds a pool label without its taint", "POOL_TAINT_MISSING", func(ctx context.Context) error {
 			return patchNode(ctx, e.admin, e.controlPlane, false, labels(lab.PoolLabel, pool))
 		}, nil},
-		{"administrator labels a node into a pool with its taint (control)", "", func(ctx context.Context) error {
+		{"G-POOL-LABEL administrator labels a node into a pool with its taint (control)", "", func(ctx context.Context) error {
 			cur, err := e.admin.CoreV1().Nodes().Get(ctx, e.controlPlane, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -624,21 +621,21 @@ func (e *trustEnv) attempts() []attempt {
 			return patchNode(ctx, e.admin, e.controlPlane, false, withTaints(labels(lab.PoolLabel, pool), append(cur.Spec.Taints, poolTaint(pool))...))
 		}, nil},
 		// The tenant user: the ways around the controlled scheduler.
-		{"tenant pod names the default scheduler", "SCHEDULER_NOT_ALLOWED", tenantPod("default-sched", lab.WithScheduler("default-scheduler")), nil},
-		{"tenant pod names an impostor scheduler", "SCHEDULER_NOT_ALLOWED", tenantPod("impostor", lab.WithScheduler("volcano-impostor")), nil},
-		{"tenant pod names Volcano without its workload label", "SCHEDULER_PROFILE_MISMATCH", tenantPod("volcano-unlabelled", lab.WithScheduler("volcano")), nil},
-		{"tenant pod names run:ai with Volcano's label", "SCHEDULER_PROFILE_MISMATCH", tenantPod("runai-wrong", lab.WithScheduler("runai-scheduler"), lab.WithLabels(workloadLabels["volcano"])), nil},
-		{"tenant pod sets nodeName", "NODE_NAME_SET", tenantPod("pinned", lab.WithNodeName(e.compliant)), nil},
-		{"tenant pod is privileged", "PRIVILEGED_CONTAINER", tenantPod("privileged", lab.Privileged()), nil},
-		{"tenant pod runs an image by tag under a digest allow-list", "IMAGE_NOT_PINNED", func(ctx context.Context) error {
+		{"G-SCHEDULER-NAME tenant pod names the default scheduler", "SCHEDULER_NOT_ALLOWED", tenantPod("default-sched", lab.WithScheduler("default-scheduler")), nil},
+		{"G-SCHEDULER-NAME tenant pod names an impostor scheduler", "SCHEDULER_NOT_ALLOWED", tenantPod("impostor", lab.WithScheduler("volcano-impostor")), nil},
+		{"G-SCHEDULER-NAME tenant pod names Volcano without its workload label", "SCHEDULER_PROFILE_MISMATCH", tenantPod("volcano-unlabelled", lab.WithScheduler("volcano")), nil},
+		{"G-SCHEDULER-NAME tenant pod names run:ai with Volcano's label", "SCHEDULER_PROFILE_MISMATCH", tenantPod("runai-wrong", lab.WithScheduler("runai-scheduler"), lab.WithLabels(workloadLabels["volcano"])), nil},
+		{"G-NODE-NAME tenant pod sets nodeName", "NODE_NAME_SET", tenantPod("pinned", lab.WithNodeName(e.compliant)), nil},
+		{"G-POD-SECURITY tenant pod is privileged", "PRIVILEGED_CONTAINER", tenantPod("privileged", lab.Privileged()), nil},
+		{"G-POD-IMAGES tenant pod runs an image by tag under a digest allow-list", "IMAGE_NOT_PINNED", func(ctx context.Context) error {
 			return e.underImageAllowList(ctx, func(ctx context.Context) error { return dryCreate(ctx, e.tenant, ns, pod("by-tag")) })
 		}, nil},
-		{"tenant pod mounts an image volume by tag under a digest allow-list", "mounts image", func(ctx context.Context) error {
+		{"G-POD-IMAGES tenant pod mounts an image volume by tag under a digest allow-list", "mounts image", func(ctx context.Context) error {
 			return e.underImageAllowList(ctx, tenantPod("image-volume", spec(func(s *corev1.PodSpec) {
 				s.Volumes = []corev1.Volume{{Name: "weights", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "registry.example/weights:latest"}}}}
 			})))
 		}, nil},
-		{"tenant Service claims a worker's address and the kubelet's port", "SERVICE_ADDRESS_NOT_ALLOWED", func(ctx context.Context) error {
+		{"G-SERVICE-ADDRESS tenant Service claims a worker's address and the kubelet's port", "SERVICE_ADDRESS_NOT_ALLOWED", func(ctx context.Context) error {
 			addr, err := e.internalIP(ctx, e.sliced)
 			if err != nil {
 				return err
@@ -648,32 +645,32 @@ func (e *trustEnv) attempts() []attempt {
 				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}, nil},
-		{"tenant pod uses hostNetwork", "HOST_NETWORK", tenantPod("hostnet", spec(func(s *corev1.PodSpec) { s.HostNetwork = true })), nil},
-		{"tenant pod uses hostPID", "HOST_PID", tenantPod("hostpid", spec(func(s *corev1.PodSpec) { s.HostPID = true })), nil},
-		{"tenant pod uses hostIPC", "HOST_IPC", tenantPod("hostipc", spec(func(s *corev1.PodSpec) { s.HostIPC = true })), nil},
-		{"tenant pod mounts a hostPath", "HOST_PATH_VOLUME", tenantPod("hostpath", spec(func(s *corev1.PodSpec) {
+		{"G-POD-SECURITY tenant pod uses hostNetwork", "HOST_NETWORK", tenantPod("hostnet", spec(func(s *corev1.PodSpec) { s.HostNetwork = true })), nil},
+		{"G-POD-SECURITY tenant pod uses hostPID", "HOST_PID", tenantPod("hostpid", spec(func(s *corev1.PodSpec) { s.HostPID = true })), nil},
+		{"G-POD-SECURITY tenant pod uses hostIPC", "HOST_IPC", tenantPod("hostipc", spec(func(s *corev1.PodSpec) { s.HostIPC = true })), nil},
+		{"G-POD-SECURITY tenant pod mounts a hostPath", "HOST_PATH_VOLUME", tenantPod("hostpath", spec(func(s *corev1.PodSpec) {
 			s.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
 		})), nil},
-		{"tenant pod adds SYS_ADMIN", "POD_SECURITY_BASELINE", tenantPod("sysadmin", containerSC(&corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}})), nil},
-		{"tenant pod runs seccomp Unconfined", "POD_SECURITY_BASELINE", tenantPod("unconfined", spec(func(s *corev1.PodSpec) {
+		{"G-POD-SECURITY tenant pod adds SYS_ADMIN", "POD_SECURITY_BASELINE", tenantPod("sysadmin", containerSC(&corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}})), nil},
+		{"G-POD-SECURITY tenant pod runs seccomp Unconfined", "POD_SECURITY_BASELINE", tenantPod("unconfined", spec(func(s *corev1.PodSpec) {
 			s.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}
 		})), nil},
-		{"tenant pod runs AppArmor unconfined", "POD_SECURITY_BASELINE", tenantPod("apparmor", spec(func(s *corev1.PodSpec) {
+		{"G-POD-SECURITY tenant pod runs AppArmor unconfined", "POD_SECURITY_BASELINE", tenantPod("apparmor", spec(func(s *corev1.PodSpec) {
 			s.SecurityContext = &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}}
 		})), nil},
-		{"tenant pod takes a host port", "POD_SECURITY_BASELINE", tenantPod("hostport", spec(func(s *corev1.PodSpec) {
+		{"G-POD-SECURITY tenant pod takes a host port", "POD_SECURITY_BASELINE", tenantPod("hostport", spec(func(s *corev1.PodSpec) {
 			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}
 		})), nil},
-		{"tenant pod tolerates another tenant's pool", "FOREIGN_POOL", tenantPod("tol-beta", tolerate(own("beta"))), nil},
-		{"tenant pod tolerates every pool", "FOREIGN_POOL", tenantPod("tol-any", tolerate(corev1.Toleration{Key: lab.PoolLabel, Operator: corev1.TolerationOpExists})), nil},
-		{"tenant pod tolerates everything", "FOREIGN_POOL", tenantPod("tol-all", tolerate(corev1.Toleration{Operator: corev1.TolerationOpExists})), nil},
-		{"tenant pod selects another tenant's pool", "FOREIGN_POOL", tenantPod("sel-beta", spec(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{lab.PoolLabel: "beta"} })), nil},
-		{"tenant pod requires any pool but its own", "FOREIGN_POOL", tenantPod("aff-notin", require(corev1.NodeSelectorRequirement{Key: lab.PoolLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{pool}}, false)), nil},
-		{"tenant pod tolerating exactly its own pool (control)", "", tenantPod("tol-own", tolerate(own(pool))), nil},
-		{"tenant pod of Volcano with its workload label (control)", "", tenantPod("volcano-ok", lab.WithScheduler("volcano"), lab.WithLabels(workloadLabels["volcano"])), nil},
+		{"G-POOL-TOLERATIONS tenant pod tolerates another tenant's pool", "FOREIGN_POOL", tenantPod("tol-beta", tolerate(own("beta"))), nil},
+		{"G-POOL-TOLERATIONS tenant pod tolerates every pool", "FOREIGN_POOL", tenantPod("tol-any", tolerate(corev1.Toleration{Key: lab.PoolLabel, Operator: corev1.TolerationOpExists})), nil},
+		{"G-POOL-TOLERATIONS tenant pod tolerates everything", "FOREIGN_POOL", tenantPod("tol-all", tolerate(corev1.Toleration{Operator: corev1.TolerationOpExists})), nil},
+		{"G-POOL-TOLERATIONS tenant pod selects another tenant's pool", "FOREIGN_POOL", tenantPod("sel-beta", spec(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{lab.PoolLabel: "beta"} })), nil},
+		{"G-POOL-TOLERATIONS tenant pod requires any pool but its own", "FOREIGN_POOL", tenantPod("aff-notin", require(corev1.NodeSelectorRequirement{Key: lab.PoolLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{pool}}, false)), nil},
+		{"G-POOL-TOLERATIONS tenant pod tolerating exactly its own pool (control)", "", tenantPod("tol-own", tolerate(own(pool))), nil},
+		{"G-SCHEDULER-NAME tenant pod of Volcano with its workload label (control)", "", tenantPod("volcano-ok", lab.WithScheduler("volcano"), lab.WithLabels(workloadLabels["volcano"])), nil},
 		{"tenant compliant pod (control)", "", mine("compliant"), nil},
 		// The tenant user, through the API.
-		{"tenant binds its own pod", rbacDenied, func(ctx context.Context) error { return lab.Bind(ctx, e.tenant, ns, "any", e.compliant) }, nil},
+		{"G-BINDING tenant binds its own pod", rbacDenied, func(ctx context.Context) error { return lab.Bind(ctx, e.tenant, ns, "any", e.compliant) }, nil},
 		{"tenant patches a node", rbacDenied, func(ctx context.Context) error {
 			return patchNode(ctx, e.tenant, e.compliant, false, labels(lab.PoolLabel, "beta"))
 		}, nil},
@@ -681,41 +678,41 @@ func (e *trustEnv) attempts() []attempt {
 			_, err := e.tenant.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}, nil},
-		{"tenant edits its TenantBinding", rbacDenied, guardWrite("tenantbindings", ns), nil},
-		{"tenant edits its PlacementPolicy", rbacDenied, guardWrite("placementpolicies", ns), nil},
-		{"tenant edits a NodeSecurityState", rbacDenied, guardWrite("nodesecuritystates", e.compliant), nil},
-		{"tenant writes a KeyReleasePolicy for its namespace", rbacDenied, func(ctx context.Context) error {
+		{"G-TENANT-RBAC tenant edits its TenantBinding", rbacDenied, guardWrite("tenantbindings", ns), nil},
+		{"G-TENANT-RBAC tenant edits its PlacementPolicy", rbacDenied, guardWrite("placementpolicies", ns), nil},
+		{"G-TENANT-RBAC tenant edits a NodeSecurityState", rbacDenied, guardWrite("nodesecuritystates", e.compliant), nil},
+		{"G-KEY-POLICY tenant writes a KeyReleasePolicy for its namespace", rbacDenied, func(ctx context.Context) error {
 			_, dyn, err := e.l.As(e.l.User)
 			if err != nil {
 				return err
 			}
-			krp := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": lab.Group + "/v1alpha1", "kind": "KeyReleasePolicy",
-				"metadata": map[string]any{"name": "xg-stolen"},
-				"spec": map[string]any{"tenantId": pool, "keys": []any{map[string]any{
-					"resource": "default/key/stolen", "secretRef": map[string]any{"name": "another-tenants-key", "key": "key"}}}},
-			}}
+			stolen := fixture.MakeKeyReleasePolicy(pool).Key("default/key/stolen", "another-tenants-key", "key").Obj()
+			stolen.Name = "xg-stolen"
+			krp, err := fixture.ToUnstructured(stolen)
+			if err != nil {
+				return err
+			}
 			_, err = dyn.Resource(guardKeyPolicies).Create(ctx, krp, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}, nil},
 		// The record of the evidence a pod was bound against, which the key
 		// broker releases keys by: only the controlled scheduler writes it.
-		{"tenant pod claims the evidence it was bound against", "BOUND_EVIDENCE_RESERVED", tenantPod("claims-bound", func(p *corev1.Pod) {
-			p.Annotations = map[string]string{boundEvidenceKey: "00000000-0000-0000-0000-000000000000/1"}
+		{"G-BOUND-EVIDENCE tenant pod claims the evidence it was bound against", "BOUND_EVIDENCE_RESERVED", tenantPod("claims-bound", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{guard.AnnotationBoundEvidence: "00000000-0000-0000-0000-000000000000/1"}
 		}), nil},
-		{"Volcano binds a tenant pod with a bound-evidence annotation", "BOUND_EVIDENCE_RESERVED", func(ctx context.Context) error {
+		{"G-BOUND-EVIDENCE Volcano binds a tenant pod with a bound-evidence annotation", "BOUND_EVIDENCE_RESERVED", func(ctx context.Context) error {
 			name, err := e.held(ctx, ns)
 			if err != nil {
 				return fmt.Errorf("creating the held pod: %w", err)
 			}
 			held = append(held, ns+"/"+name)
 			return e.binder.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{boundEvidenceKey: "00000000-0000-0000-0000-000000000000/1"}},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{guard.AnnotationBoundEvidence: "00000000-0000-0000-0000-000000000000/1"}},
 				Target:     corev1.ObjectReference{Kind: "Node", Name: e.compliant},
 			}, metav1.CreateOptions{})
 		}, e.unbound(&held)},
 		// A namespace creator.
-		{"namespace creator makes a namespace", "", func(ctx context.Context) error {
+		{"G-NAMESPACE-TENANT namespace creator makes a namespace", "", func(ctx context.Context) error {
 			for _, n := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: plainNS}},
 				{ObjectMeta: metav1.ObjectMeta{Name: forgedNS, Labels: map[string]string{lab.TenantLabel: pool}}}} {
 				if _, err := e.nsCreator.CoreV1().Namespaces().Create(ctx, n, metav1.CreateOptions{}); err != nil {
@@ -724,39 +721,39 @@ func (e *trustEnv) attempts() []attempt {
 			}
 			return nil
 		}, nil},
-		{"namespace labelled as the tenant but listed by no binding", "TENANT_UNRESOLVED", func(ctx context.Context) error {
+		{"G-NAMESPACE-TENANT namespace labelled as the tenant but listed by no binding", "TENANT_UNRESOLVED", func(ctx context.Context) error {
 			return dryCreate(ctx, e.nsCreator, forgedNS, pod("forged", tolerate(own(pool))))
 		}, nil},
-		{"pod of no tenant tolerates the pool", "POOL_TOLERATION", plainPod("plain-tol", tolerate(own(pool))), nil},
-		{"pod of no tenant tolerates everything", "POOL_TOLERATION", plainPod("plain-wild", tolerate(corev1.Toleration{Operator: corev1.TolerationOpExists})), nil},
-		{"pod of no tenant selects the pool", "POOL_SELECTOR", plainPod("plain-sel", spec(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{lab.PoolLabel: pool} })), nil},
-		{"pod of no tenant requires the pool", "POOL_SELECTOR", plainPod("plain-aff", require(corev1.NodeSelectorRequirement{Key: lab.PoolLabel, Operator: corev1.NodeSelectorOpExists}, false)), nil},
-		{"pod of no tenant names a pool node", "POOL_NODE_NAME", plainPod("plain-pinned", lab.WithNodeName(e.compliant)), nil},
-		{"pod of no tenant requires a pool node by name", "POOL_NODE_NAME", plainPod("plain-field", require(corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{e.sliced}}, true)), nil},
-		{"pod of no tenant (control)", "", plainPod("plain-ok"), nil},
-		{"namespace creator makes the namespace of an integration's binder", "RESERVED_NAMESPACE", func(ctx context.Context) error {
+		{"G-POOL-TOLERATIONS pod of no tenant tolerates the pool", "POOL_TOLERATION", plainPod("plain-tol", tolerate(own(pool))), nil},
+		{"G-POOL-TOLERATIONS pod of no tenant tolerates everything", "POOL_TOLERATION", plainPod("plain-wild", tolerate(corev1.Toleration{Operator: corev1.TolerationOpExists})), nil},
+		{"G-POOL-TOLERATIONS pod of no tenant selects the pool", "POOL_SELECTOR", plainPod("plain-sel", spec(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{lab.PoolLabel: pool} })), nil},
+		{"G-POOL-TOLERATIONS pod of no tenant requires the pool", "POOL_SELECTOR", plainPod("plain-aff", require(corev1.NodeSelectorRequirement{Key: lab.PoolLabel, Operator: corev1.NodeSelectorOpExists}, false)), nil},
+		{"G-NODE-NAME pod of no tenant names a pool node", "POOL_NODE_NAME", plainPod("plain-pinned", lab.WithNodeName(e.compliant)), nil},
+		{"G-NODE-NAME pod of no tenant requires a pool node by name", "POOL_NODE_NAME", plainPod("plain-field", require(corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{e.sliced}}, true)), nil},
+		{"G-POOL-TOLERATIONS pod of no tenant (control)", "", plainPod("plain-ok"), nil},
+		{"G-TRUSTED-NAMES namespace creator makes the namespace of an integration's binder", "RESERVED_NAMESPACE", func(ctx context.Context) error {
 			binder := strings.Split(e.binderAccount, ":")
 			_, err := e.nsCreator.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: binder[2]}},
 				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}, nil},
-		{"namespace creator makes an account in the platform's namespace", "RESERVED_NAMESPACE", func(ctx context.Context) error {
+		{"G-TRUSTED-NAMES namespace creator makes an account in the platform's namespace", "RESERVED_NAMESPACE", func(ctx context.Context) error {
 			_, err := e.nsCreator.CoreV1().ServiceAccounts(lab.PlatformNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "xila-guard-scheduler-2"}},
 				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}, nil},
-		{"a pool toleration picked up while a tenant label came and went", "FOREIGN_POOL", e.labelFlip(pool), e.noPodOnPool(flipNS)},
+		{"G-POOL-TOLERATIONS a pool toleration picked up while a tenant label came and went", "FOREIGN_POOL", e.labelFlip(pool), e.noPodOnPool(flipNS)},
 		// Binders.
-		{"default scheduler binds a tenant pod", "BINDING_NOT_ALLOWED", e.bindHeld(e.defaultScheduler, ns, e.compliant, &held), e.unbound(&held)},
-		{"administrator binds a tenant pod", "BINDING_NOT_ALLOWED", e.bindHeld(e.admin, ns, e.compliant, &held), e.unbound(&held)},
-		{"Volcano binds a tenant pod to the time-sliced node", "TIME_SLICING_FORBIDDEN", e.bindHeld(e.binder, ns, e.sliced, &held), e.unbound(&held)},
-		{"Volcano binds a tenant pod to another tenant's node", "TENANT_MISMATCH", e.bindHeld(e.binder, ns, betaNode, &held), e.unbound(&held)},
-		{"Volcano binds a tenant pod to a general node", "OUTSIDE_POOL", e.bindHeld(e.binder, ns, e.controlPlane, &held), e.unbound(&held)},
-		{"Volcano binds a tenant pod to a node that does not exist", "NODE_UNKNOWN", e.bindHeld(e.binder, ns, "xg-no-such-node", &held), e.unbound(&held)},
-		{"Volcano binds a pod of no tenant to a pool node", "BINDING_NOT_ALLOWED", e.bindHeld(e.binder, plainNS, e.compliant, &held), e.unbound(&held)},
-		{"Volcano binds a tenant pod to the compliant node while it offers a GPU replica its evidence does not describe", "EVIDENCE_INCOMPLETE",
+		{"G-BINDING default scheduler binds a tenant pod", "BINDING_NOT_ALLOWED", e.bindHeld(e.defaultScheduler, ns, e.compliant, &held), e.unbound(&held)},
+		{"G-BINDING administrator binds a tenant pod", "BINDING_NOT_ALLOWED", e.bindHeld(e.admin, ns, e.compliant, &held), e.unbound(&held)},
+		{"G-BINDING Volcano binds a tenant pod to the time-sliced node", "TIME_SLICING_FORBIDDEN", e.bindHeld(e.binder, ns, e.sliced, &held), e.unbound(&held)},
+		{"G-BINDING Volcano binds a tenant pod to another tenant's node", "TENANT_MISMATCH", e.bindHeld(e.binder, ns, betaNode, &held), e.unbound(&held)},
+		{"G-BINDING Volcano binds a tenant pod to a general node", "OUTSIDE_POOL", e.bindHeld(e.binder, ns, e.controlPlane, &held), e.unbound(&held)},
+		{"G-BINDING Volcano binds a tenant pod to a node that does not exist", "NODE_UNKNOWN", e.bindHeld(e.binder, ns, "xg-no-such-node", &held), e.unbound(&held)},
+		{"G-BINDING Volcano binds a pod of no tenant to a pool node", "BINDING_NOT_ALLOWED", e.bindHeld(e.binder, plainNS, e.compliant, &held), e.unbound(&held)},
+		{"G-NODE-GPUS Volcano binds a tenant pod to the compliant node while it offers a GPU replica its evidence does not describe", "EVIDENCE_INCOMPLETE",
 			e.offeringReplica(ns, e.compliant, &held), e.withoutReplica(e.compliant, &held)},
-		{"Volcano binds a tenant pod to the compliant node (control)", "", e.bindHeld(e.binder, ns, e.compliant, &held), func(ctx context.Context) error {
+		{"G-BINDING G-BOUND-EVIDENCE Volcano binds a tenant pod to the compliant node (control)", "", e.bindHeld(e.binder, ns, e.compliant, &held), func(ctx context.Context) error {
 			ns, name, _ := strings.Cut(held[len(held)-1], "/")
 			defer func() { _ = lab.DeletePod(ctx, e.admin, ns, name) }()
 			p, err := lab.WaitRunning(ctx, e.admin, ns, name)

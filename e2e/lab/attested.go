@@ -10,9 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/xila-guard/xila-guard/components/api/fixture"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
 // LabMeasurement is the lab launch measurement of a workload image.
@@ -78,9 +80,7 @@ func (l *Lab) AttestedPhase() Phase {
 			// First a policy that accepts attested evidence but asks for no
 			// TEE: its pods get no toleration, and the TEE taint keeps them
 			// off both workers.
-			if err := l.setPolicy(ctx, t.Name, map[string]any{
-				"confinement": "Pool", "evidence": map[string]any{"acceptedSources": []any{"attested"}},
-			}); err != nil {
+			if err := l.Replace(ctx, fixture.MakePlacementPolicy(t.Name, v1alpha1.SourceAttested).Obj()); err != nil {
 				return "", err
 			}
 			for _, w := range t.Workers {
@@ -101,13 +101,9 @@ func (l *Lab) AttestedPhase() Phase {
 			if err := DeletePod(ctx, l.Kube, t.Name, plain.Name); err != nil {
 				return "", err
 			}
-			if err := l.setPolicy(ctx, t.Name, map[string]any{
-				"confinement": "Pool",
-				"evidence":    map[string]any{"acceptedSources": []any{"attested"}},
-				"confidentialComputing": map[string]any{
-					"teeTypes": []any{"SEV-SNP"}, "allowedMeasurements": []any{AllowedMeasurement}, "requireAttestation": true,
-				},
-			}); err != nil {
+			policy := fixture.MakePlacementPolicy(t.Name, v1alpha1.SourceAttested).
+				TEE(v1alpha1.TEESEVSNP).Measurements(v1alpha1.Measurement(AllowedMeasurement)).RequireAttestation(0)
+			if err := l.Replace(ctx, policy.Obj()); err != nil {
 				return "", err
 			}
 			// The webhook tolerates the taint for the policy's pods once its
@@ -215,15 +211,17 @@ func (l *Lab) removeTEETaints(ctx context.Context) error {
 func (l *Lab) waitAttested(ctx context.Context, node string) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		u, err := l.Dyn.Resource(States).Get(ctx, node, metav1.GetOptions{})
+		s, err := l.State(ctx, node)
 		if err != nil {
 			last = err.Error()
 			return false, nil
 		}
-		source, _, _ := unstructured.NestedString(u.Object, "spec", "source")
-		verdict, _, _ := unstructured.NestedString(u.Object, "spec", "tee", "attestation", "verdict")
-		last = fmt.Sprintf("source %q, verdict %q", source, verdict)
-		return source == "attested" && verdict != "", nil
+		var verdict v1alpha1.AttestationVerdict
+		if s.Spec.TEE != nil && s.Spec.TEE.Attestation != nil {
+			verdict = s.Spec.TEE.Attestation.Verdict
+		}
+		last = fmt.Sprintf("source %q, verdict %q", s.Spec.Source, verdict)
+		return s.Spec.Source == v1alpha1.SourceAttested && verdict != "", nil
 	})
 	if err != nil {
 		return fmt.Errorf("node %s not attested: %w (last: %s)", node, err, last)
@@ -246,7 +244,7 @@ func (l *Lab) restoreMockEvidence(ctx context.Context) error {
 	if err := l.removeTEETaints(ctx); err != nil {
 		return err
 	}
-	if err := l.setPolicy(ctx, l.Tenant.Name, poolPolicy()); err != nil {
+	if err := l.Replace(ctx, PoolPolicy(l.Tenant.Name).Obj()); err != nil {
 		return err
 	}
 	return l.Tenant.mockEvidence(ctx)

@@ -74,7 +74,8 @@ func (c *Cluster) ApplyCRDs(ctx context.Context) error {
 		return err
 	}
 	return c.run(ctx, "kubectl", "wait", "--for=condition=Established", "--timeout=60s", "crd/placementpolicies.guard.xila.us",
-		"crd/tenantbindings.guard.xila.us", "crd/nodesecuritystates.guard.xila.us", "crd/policyparametersets.guard.xila.us")
+		"crd/tenantbindings.guard.xila.us", "crd/nodesecuritystates.guard.xila.us", "crd/policyparametersets.guard.xila.us",
+		"crd/keyreleasepolicies.guard.xila.us")
 }
 
 // PlatformOnControlPlane are the values that keep every platform pod on
@@ -153,6 +154,9 @@ func (c *Cluster) InstallChartFrom(ctx context.Context, dir string, values map[s
 // API server gets any answer from it, admitted or refused. Without the
 // webhook it is admitted at once.
 func (c *Cluster) waitAdmissionServing(ctx context.Context) error {
+	if err := c.waitWebhookEndpoints(ctx); err != nil {
+		return err
+	}
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		last = c.AdmissionProbe(ctx)
@@ -160,6 +164,58 @@ func (c *Cluster) waitAdmissionServing(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("admission webhooks not answering after the install: %v (last: %v)", err, last)
+	}
+	return nil
+}
+
+// waitWebhookEndpoints waits until the Service of every webhook the
+// release registers (validating and mutating) has a ready endpoint, so that
+// no webhook of the release, whichever Service serves it, is left for the
+// probe to miss.
+func (c *Cluster) waitWebhookEndpoints(ctx context.Context) error {
+	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + ReleaseName}
+	services := map[string]bool{}
+	vwcs, err := c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, sel)
+	if err != nil {
+		return err
+	}
+	for _, cfg := range vwcs.Items {
+		for _, w := range cfg.Webhooks {
+			if s := w.ClientConfig.Service; s != nil {
+				services[s.Namespace+"/"+s.Name] = true
+			}
+		}
+	}
+	mwcs, err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, sel)
+	if err != nil {
+		return err
+	}
+	for _, cfg := range mwcs.Items {
+		for _, w := range cfg.Webhooks {
+			if s := w.ClientConfig.Service; s != nil {
+				services[s.Namespace+"/"+s.Name] = true
+			}
+		}
+	}
+	for svc := range services {
+		ns, name, _ := strings.Cut(svc, "/")
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			slices, err := c.Kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + name})
+			if err != nil {
+				return false, nil
+			}
+			for _, sl := range slices.Items {
+				for _, e := range sl.Endpoints {
+					if e.Conditions.Ready != nil && *e.Conditions.Ready {
+						return true, nil
+					}
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("no ready endpoint of webhook Service %s after the install: %w", svc, err)
+		}
 	}
 	return nil
 }

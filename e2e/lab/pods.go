@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 )
 
 // PodOption changes a pod built by Pod.
@@ -19,16 +21,8 @@ type PodOption func(*corev1.Pod)
 
 // Pod builds an agnhost pod for the controlled scheduler.
 func (c *Cluster) Pod(name string, opts ...PodOption) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PodSpec{
-			SchedulerName:                 ControlledScheduler,
-			TerminationGracePeriodSeconds: new(int64),
-			Containers: []corev1.Container{{
-				Name: "pause", Image: c.Agnhost, ImagePullPolicy: corev1.PullNever, Args: []string{"pause"},
-			}},
-		},
-	}
+	p := fixture.MakePod(name, "").Scheduler(ControlledScheduler).Image(c.Agnhost, corev1.PullNever).Args("pause").Obj()
+	p.Spec.TerminationGracePeriodSeconds = new(int64)
 	for _, o := range opts {
 		o(p)
 	}

@@ -14,6 +14,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/xila-guard/xila-guard/components/api/fixture"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
 // As returns clients that act as user, through impersonation by the
@@ -114,10 +117,11 @@ func (c *Cluster) TenantRBACMatrix(ctx context.Context, t *Tenant, user string) 
 		w.Stop()
 	}
 	try("watch nodesecuritystates", false, err)
-	_, err = dyn.Resource(Policies).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": Policies.GroupVersion().String(), "kind": "PlacementPolicy", "metadata": map[string]any{"name": t.Name + "-lax"},
-		"spec": map[string]any{"evidence": map[string]any{"acceptedSources": []any{"mock"}}},
-	}}, dryRun)
+	lax, err := fixture.ToUnstructured(fixture.MakePlacementPolicy(t.Name+"-lax", v1alpha1.SourceMock).Obj())
+	if err != nil {
+		return nil, err
+	}
+	_, err = dyn.Resource(Policies).Create(ctx, lax, dryRun)
 	try("create placementpolicy", false, err)
 	err = dyn.Resource(Bindings).Delete(ctx, t.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	try("delete tenantbinding "+t.Name, false, err)

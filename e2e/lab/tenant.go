@@ -9,10 +9,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/xila-guard/xila-guard/components/api/fixture"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
 // The guard kinds.
@@ -56,6 +61,20 @@ func (c *Cluster) Workers(ctx context.Context) ([]string, error) {
 	return names[:2], nil
 }
 
+// CreateTenantOf makes the tenant of policy: a namespace named after the
+// policy, labelled with the tenant, the policy, and the TenantBinding that
+// lists the namespace and selects the policy.
+func (c *Cluster) CreateTenantOf(ctx context.Context, policy *v1alpha1.PlacementPolicy) error {
+	name := policy.Name
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, fixture.MakeNamespace(name).Tenant(name).Obj(), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the tenant's namespace: %w", err)
+	}
+	if err := c.Replace(ctx, policy); err != nil {
+		return err
+	}
+	return c.Replace(ctx, fixture.MakeTenantBinding(name, name).Obj())
+}
+
 // CreateTenant makes a tenant and turns the workers into its pool: worker
 // 1 compliant, worker 2 time-sliced, both with mock evidence.
 func (c *Cluster) CreateTenant(ctx context.Context, name string) (*Tenant, error) {
@@ -64,66 +83,38 @@ func (c *Cluster) CreateTenant(ctx context.Context, name string) (*Tenant, error
 		return nil, err
 	}
 	t := &Tenant{Name: name, Workers: workers, c: c}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{TenantLabel: name}}}
-	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("creating the tenant's namespace: %w", err)
-	}
-	if err := c.setPolicy(ctx, name, poolPolicy()); err != nil {
-		return nil, err
-	}
-	if err := c.replace(ctx, Bindings, map[string]any{
-		"apiVersion": Group + "/v1alpha1", "kind": "TenantBinding", "metadata": map[string]any{"name": name},
-		"spec": map[string]any{"tenantId": name, "namespaces": []any{name}, "effectivePolicyRef": map[string]any{"name": name}},
-	}); err != nil {
+	if err := c.CreateTenantOf(ctx, PoolPolicy(name).Obj()); err != nil {
 		return nil, err
 	}
 	for _, w := range workers {
-		if _, err := c.setPool(ctx, w, name); err != nil {
+		if _, err := c.SetPool(ctx, w, name); err != nil {
 			return nil, err
 		}
 	}
 	return t, t.mockEvidence(ctx)
 }
 
-// poolPolicy is the spec of a tenant's policy: its pool only, attested
-// evidence only (mock under the lab profile), no time-slicing.
-func poolPolicy() map[string]any {
-	return map[string]any{
-		"confinement": "Pool",
-		"evidence":    map[string]any{"acceptedSources": []any{"attested"}},
-		"gpuSharing":  map[string]any{"forbiddenModes": []any{"TimeSlicing"}},
-	}
-}
-
-// setPolicy creates or replaces the PlacementPolicy name.
-func (c *Cluster) setPolicy(ctx context.Context, name string, spec map[string]any) error {
-	return c.replace(ctx, Policies, map[string]any{
-		"apiVersion": Group + "/v1alpha1", "kind": "PlacementPolicy", "metadata": map[string]any{"name": name},
-		"spec": spec,
-	})
+// PoolPolicy is a tenant's policy: its pool only, attested evidence only
+// (mock under the lab profile), no time-slicing.
+func PoolPolicy(name string) *fixture.PlacementPolicyWrapper {
+	return fixture.MakePlacementPolicy(name, v1alpha1.SourceAttested).ForbidSharing(v1alpha1.SharingTimeSlicing)
 }
 
 // mockEvidence writes the workers' mock evidence: one GPU each, exclusive
 // on worker 1 and time-sliced on worker 2.
 func (t *Tenant) mockEvidence(ctx context.Context) error {
 	for i, w := range t.Workers {
-		sharing := "Exclusive"
+		sharing := v1alpha1.SharingExclusive
 		if i == TimeSlicedWorker {
-			sharing = "TimeSlicing"
+			sharing = v1alpha1.SharingTimeSlicing
 		}
 		node, err := t.c.Kube.CoreV1().Nodes().Get(ctx, w, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if err := t.c.replace(ctx, States, map[string]any{
-			"apiVersion": Group + "/v1alpha1", "kind": "NodeSecurityState",
-			"metadata": map[string]any{"name": w, "labels": map[string]any{PoolLabel: t.Name}},
-			"spec": map[string]any{
-				"nodeUID": string(node.UID), "incarnation": "lab-1", "observedAt": time.Now().UTC().Format(time.RFC3339),
-				"source": "mock", "complete": true,
-				"devices": []any{map[string]any{"id": "gpu-0", "vendor": "nvidia", "sharingMode": sharing}},
-			},
-		}); err != nil {
+		state := fixture.MakeNodeSecurityState(w, node.UID, v1alpha1.SourceMock).Label(PoolLabel, t.Name).
+			Incarnation("lab-1").GPU("gpu-0", sharing).Obj()
+		if err := t.c.Replace(ctx, state); err != nil {
 			return err
 		}
 	}
@@ -149,7 +140,7 @@ func (c *Cluster) DeleteTenant(ctx context.Context, name string) error {
 	}
 	for _, w := range workers {
 		if n, err := c.Kube.CoreV1().Nodes().Get(ctx, w, metav1.GetOptions{}); err == nil && n.Labels[PoolLabel] == name {
-			if _, err := c.setPool(ctx, w, ""); err != nil {
+			if _, err := c.SetPool(ctx, w, ""); err != nil {
 				errs = append(errs, err)
 			}
 			if err := c.Dyn.Resource(States).Delete(ctx, w, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -182,9 +173,9 @@ func (c *Cluster) DeleteNamespace(ctx context.Context, name string) error {
 	return nil
 }
 
-// setPool labels and taints a worker as a member of pool, or removes both
+// SetPool labels and taints a worker as a member of pool, or removes both
 // when pool is empty.
-func (c *Cluster) setPool(ctx context.Context, name, pool string) (*corev1.Node, error) {
+func (c *Cluster) SetPool(ctx context.Context, name, pool string) (*corev1.Node, error) {
 	var node *corev1.Node
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -214,12 +205,31 @@ func (c *Cluster) setPool(ctx context.Context, name, pool string) (*corev1.Node,
 	return node, nil
 }
 
-// replace creates a cluster-scoped guard object, replacing an old one.
-func (c *Cluster) replace(ctx context.Context, gvr schema.GroupVersionResource, obj map[string]any) error {
-	u := &unstructured.Unstructured{Object: obj}
-	_ = c.Dyn.Resource(gvr).Delete(ctx, u.GetName(), metav1.DeleteOptions{})
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Dyn.Resource(gvr).Create(ctx, u, metav1.CreateOptions{})
+// State returns the NodeSecurityState of node.
+func (c *Cluster) State(ctx context.Context, node string) (*v1alpha1.NodeSecurityState, error) {
+	u, err := c.Dyn.Resource(States).Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	s := &v1alpha1.NodeSecurityState{}
+	return s, fixture.FromUnstructured(u, s)
+}
+
+// Replace creates obj, a typed guard object (fixture's builders make
+// them), deleting first any object of its kind and name.
+func (c *Cluster) Replace(ctx context.Context, obj runtime.Object) error {
+	u, err := fixture.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(u.GroupVersionKind())
+	var r dynamic.ResourceInterface = c.Dyn.Resource(gvr)
+	if ns := u.GetNamespace(); ns != "" {
+		r = c.Dyn.Resource(gvr).Namespace(ns)
+	}
+	_ = r.Delete(ctx, u.GetName(), metav1.DeleteOptions{})
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := r.Create(ctx, u, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return false, nil // the old one is still being deleted
 		}

@@ -74,7 +74,9 @@ func TestReferenceRules(t *testing.T) { runRuleCases(t, referenceRuleCases()) }
 
 func TestContentRulesCombine(t *testing.T) { runRuleCases(t, contentRulesCombineCases()) }
 
-func TestGPUCountRules(t *testing.T) { runRuleCases(t, gpuCountRulesCases()) }
+func TestGPUCountRules(t *testing.T) {
+	t.Run("G-NODE-GPUS the GPUs a node offers against its evidence", func(t *testing.T) { runRuleCases(t, gpuCountRulesCases()) })
+}
 
 // allRuleCases lists every rule case, for the tests that look across them.
 func allRuleCases() [][]ruleCase {

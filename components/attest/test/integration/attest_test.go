@@ -451,6 +451,10 @@ func TestIntegrationWrongNonce(t *testing.T) {
 // whose challenges then reach another machine's TEE, under the same root,
 // gets CHIP_ID_CHANGED.
 func TestIntegrationRelayToAnotherChip(t *testing.T) {
+	t.Run("G-ATTESTATION-REPORT a challenge relayed to another chip is CHIP_ID_CHANGED", testRelayToAnotherChip)
+}
+
+func testRelayToAnotherChip(t *testing.T) {
 	startController(t)
 	f := newFixture(t, "attest-relay", allowed)
 	own := waitState(t, "attest-relay", 30*time.Second, verdict(v1alpha1.AttestationPassed, "")).Spec.TEE.ChipID

@@ -193,6 +193,10 @@ func refusedWith(t *testing.T, what string, err error, reason guard.Reason) {
 // incarnation) and a pod on a node whose attester stopped (stale
 // evidence) are refused, each with its reason, an Event and an audit line.
 func TestIntegrationKeyRelease(t *testing.T) {
+	t.Run("G-KEY-PEER G-KEY-POLICY a key from the seat of each principal", testKeyRelease)
+}
+
+func testKeyRelease(t *testing.T) {
 	startController(t)
 	url, audit := startBroker(t)
 	ctx := context.Background()

@@ -136,7 +136,7 @@ func TestIntegrationComplianceLabels(t *testing.T) {
 		patchNode(t, "cl-good", func(n *corev1.Node) { n.Labels[evidence.LabelSharingStrategy] = "none" })
 		expect(t, 5*time.Second, "cl-good", map[string]string{key(exclusive): yes})
 	})
-	t.Run("a forged label is taken away, a removed one put back", func(t *testing.T) {
+	t.Run("G-COMPLIANCE-LABELS a forged label is taken away, a removed one put back", func(t *testing.T) {
 		patchNode(t, "cl-shared", func(n *corev1.Node) { n.Labels[key(exclusive)] = yes })
 		expect(t, 5*time.Second, "cl-shared", map[string]string{})
 		patchNode(t, "cl-good", func(n *corev1.Node) { delete(n.Labels, key(exclusive)) })

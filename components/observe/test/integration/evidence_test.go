@@ -75,7 +75,7 @@ func TestIntegrationPublisher(t *testing.T) {
 		t.Error("a node outside any pool got a state")
 	}
 
-	t.Run("observedAt stays without a confirmation from the source", func(t *testing.T) {
+	t.Run("G-EVIDENCE-FRESHNESS observedAt stays without a confirmation from the source", func(t *testing.T) {
 		time.Sleep(3 * time.Second) // longer than the refresh period
 		nss, err := getState("pub-1")
 		if err != nil {
@@ -85,7 +85,7 @@ func TestIntegrationPublisher(t *testing.T) {
 			t.Errorf("observedAt moved from %s to %s with no new confirmation from the labeller", first.Spec.ObservedAt, nss.Spec.ObservedAt)
 		}
 	})
-	t.Run("observedAt follows GPU feature discovery's timestamp", func(t *testing.T) {
+	t.Run("G-EVIDENCE-FRESHNESS observedAt follows GPU feature discovery's timestamp", func(t *testing.T) {
 		confirmed := time.Now().Add(-5 * time.Second).Truncate(time.Second)
 		patchNode(t, "pub-1", func(n *corev1.Node) { n.Labels[evidence.LabelGFDTimestamp] = strconv.FormatInt(confirmed.Unix(), 10) })
 		eventually(t, 10*time.Second, func() error {

@@ -18,6 +18,10 @@ import (
 // the incarnation of the NodeSecurityState it was judged on; a pod bound
 // to a node without evidence (confinement Any) carries none.
 func TestIntegrationBoundEvidence(t *testing.T) {
+	t.Run("G-BOUND-EVIDENCE a bound pod records the evidence it was judged on", testBoundEvidence)
+}
+
+func testBoundEvidence(t *testing.T) {
 	startScheduler(t, pluginArgs{})
 	tn := newTenant(t)
 	node, free := newNode(t, tn.id), newNode(t, "")

@@ -47,7 +47,7 @@ func launcher(createdBy string) func(*corev1.Pod) {
 // and nodes of another pool are never chosen.
 func TestIntegrationMigrationTarget(t *testing.T) {
 	startScheduler(t, pluginArgs{})
-	t.Run("binds to the fresh node of its pool", func(t *testing.T) {
+	t.Run("G-MIGRATION-TARGET binds to the fresh node of its pool", func(t *testing.T) {
 		tn, other := newTenant(t), newTenant(t)
 		source, fresh, stale, foreign := newNode(t, tn.id), newNode(t, tn.id), newNode(t, tn.id), newNode(t, other.id)
 		newNode(t, "")
@@ -76,7 +76,7 @@ func TestIntegrationMigrationTarget(t *testing.T) {
 			t.Errorf("target pod's %s = %q, want %q", guard.AnnotationBoundEvidence, got, want)
 		}
 	})
-	t.Run("waits while its pool has no fresh node", func(t *testing.T) {
+	t.Run("G-MIGRATION-TARGET waits while its pool has no fresh node", func(t *testing.T) {
 		tn, other := newTenant(t), newTenant(t)
 		source, stale, foreign := newNode(t, tn.id), newNode(t, tn.id), newNode(t, other.id)
 		setEvidence(t, source, attested)

@@ -64,7 +64,7 @@ func TestPodAddresses(t *testing.T) {
 			}(), ""},
 		{"addresses removed", tenantNS, kubelet, running(tenantNS, poolNode, "10.244.1.7"), running(tenantNS, poolNode), ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run("G-POD-ADDRESS "+tc.name, func(t *testing.T) {
 			resp := post(t, h, request(t, "pods", "status", admissionv1.Update, tc.ns, tc.user, tc.obj, tc.old))
 			got := codes(resp)
 			switch {

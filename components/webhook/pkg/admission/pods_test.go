@@ -127,19 +127,19 @@ func TestPodRules(t *testing.T) {
 		}).obj(), want: []guard.Reason{guard.ReasonPodSecurityBaseline}},
 		{name: "baseline pod under a restricted policy", pod: makePod(strictNS).obj(),
 			want: []guard.Reason{guard.ReasonPodSecurityRestricted, guard.ReasonPodSecurityRestricted, guard.ReasonPodSecurityRestricted, guard.ReasonPodSecurityRestricted}},
-		{name: "images by allowed digest, with or without a tag", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
+		{name: "G-POD-IMAGES images by allowed digest, with or without a tag", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
 			s.Containers[0].Image = "registry.example/acme/train@" + imageDigest
 			s.InitContainers = []corev1.Container{{Name: "fetch", Image: "registry.example/acme/train:v1@" + imageDigest}}
 		}).obj(), evaluated: true},
-		{name: "image by tag under a digest allow-list", pod: makePod(pinnedNS).obj(), want: []guard.Reason{guard.ReasonImageNotPinned}},
-		{name: "image digest not allowed", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
+		{name: "G-POD-IMAGES image by tag under a digest allow-list", pod: makePod(pinnedNS).obj(), want: []guard.Reason{guard.ReasonImageNotPinned}},
+		{name: "G-POD-IMAGES image digest not allowed", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
 			s.Containers[0].Image = "registry.example/acme/train@sha256:" + strings.Repeat("0", 64)
 		}).obj(), want: []guard.Reason{guard.ReasonImageNotAllowed}},
-		{name: "uppercase or short digest is not pinned", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
+		{name: "G-POD-IMAGES uppercase or short digest is not pinned", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
 			s.Containers[0].Image = "train@" + strings.ToUpper(imageDigest)
 			s.InitContainers = []corev1.Container{{Name: "fetch", Image: "train@sha256:1b8a"}}
 		}).obj(), want: []guard.Reason{guard.ReasonImageNotPinned, guard.ReasonImageNotPinned}},
-		{name: "an ephemeral debug container by tag is refused too", op: admissionv1.Update, sub: "ephemeralcontainers",
+		{name: "G-POD-IMAGES an ephemeral debug container by tag is refused too", op: admissionv1.Update, sub: "ephemeralcontainers",
 			old:  makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train@" + imageDigest }).obj(),
 			pod:  makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train@" + imageDigest }).mod(ephemeral(nil)).obj(),
 			want: []guard.Reason{guard.ReasonImageNotPinned}},
@@ -155,7 +155,7 @@ func TestPodRules(t *testing.T) {
 			want: []guard.Reason{guard.ReasonPrivilegedContainer}},
 		{name: "protected update adds plain ephemeral container", op: admissionv1.Update, sub: "ephemeralcontainers",
 			old: makePod(tenantNS).nodeName(poolNode).obj(), pod: makePod(tenantNS).nodeName(poolNode).mod(ephemeral(nil)).obj()},
-		{name: "image changed to one not allowed on a running pod", op: admissionv1.Update,
+		{name: "G-POD-IMAGES image changed to one not allowed on a running pod", op: admissionv1.Update,
 			old:  makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train@" + imageDigest }).obj(),
 			pod:  makePod(pinnedNS).nodeName(poolNode).mod(func(s *corev1.PodSpec) { s.Containers[0].Image = "train:latest" }).obj(),
 			want: []guard.Reason{guard.ReasonImageNotPinned}},
@@ -184,25 +184,25 @@ func TestPodRules(t *testing.T) {
 			want: []guard.Reason{guard.ReasonForeignPool, guard.ReasonTenantUnresolved}},
 		// Mirror pods in a tenant's namespace are the tenant's placement on
 		// the node whose kubelet creates them.
-		{name: "kubelet mirror pod of a tenant on its compliant pool node", user: "system:node:" + poolNode,
+		{name: "G-MIRROR-POD kubelet mirror pod of a tenant on its compliant pool node", user: "system:node:" + poolNode,
 			pod: makePod(tenantNS).nodeName(poolNode).annotate(mirrorPodAnnotation, "x").obj(), evaluated: true},
-		{name: "kubelet mirror pod of a tenant on another tenant's pool node", user: "system:node:" + betaNode,
+		{name: "G-MIRROR-POD kubelet mirror pod of a tenant on another tenant's pool node", user: "system:node:" + betaNode,
 			pod: makePod(tenantNS).nodeName(betaNode).annotate(mirrorPodAnnotation, "x").obj(), evaluated: true, want: []guard.Reason{guard.ReasonTenantMismatch}},
-		{name: "kubelet mirror pod of a tenant on a general node under confinement Pool", user: "system:node:" + plainNode,
+		{name: "G-MIRROR-POD kubelet mirror pod of a tenant on a general node under confinement Pool", user: "system:node:" + plainNode,
 			pod: makePod(tenantNS).nodeName(plainNode).annotate(mirrorPodAnnotation, "x").obj(), evaluated: true, want: []guard.Reason{guard.ReasonOutsidePool}},
-		{name: "kubelet mirror pod of a tenant on its time-sliced pool node", user: "system:node:" + sharedGPU,
+		{name: "G-MIRROR-POD kubelet mirror pod of a tenant on its time-sliced pool node", user: "system:node:" + sharedGPU,
 			pod: makePod(tenantNS).nodeName(sharedGPU).annotate(mirrorPodAnnotation, "x").obj(), evaluated: true, want: []guard.Reason{guard.ReasonTimeSlicingForbidden}},
-		{name: "kubelet mirror pod of a tenant on an unknown node", user: "system:node:ghost",
+		{name: "G-MIRROR-POD kubelet mirror pod of a tenant on an unknown node", user: "system:node:ghost",
 			pod: makePod(tenantNS).nodeName("ghost").annotate(mirrorPodAnnotation, "x").obj(), evaluated: true, want: []guard.Reason{guard.ReasonNodeUnknown}},
-		{name: "image volume by tag under a digest allow-list", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
+		{name: "G-POD-IMAGES image volume by tag under a digest allow-list", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
 			s.Containers[0].Image = "train@" + imageDigest
 			s.Volumes = []corev1.Volume{{Name: "weights", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "registry.example/weights:latest"}}}}
 		}).obj(), want: []guard.Reason{guard.ReasonImageNotPinned}},
-		{name: "image volume of a digest not allowed", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
+		{name: "G-POD-IMAGES image volume of a digest not allowed", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
 			s.Containers[0].Image = "train@" + imageDigest
 			s.Volumes = []corev1.Volume{{Name: "weights", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "weights@sha256:" + strings.Repeat("0", 64)}}}}
 		}).obj(), want: []guard.Reason{guard.ReasonImageNotAllowed}},
-		{name: "image volume of an allowed digest", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
+		{name: "G-POD-IMAGES image volume of an allowed digest", pod: makePod(pinnedNS).mod(func(s *corev1.PodSpec) {
 			s.Containers[0].Image = "train@" + imageDigest
 			s.Volumes = []corev1.Volume{{Name: "weights", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "weights@" + imageDigest}}}}
 		}).obj(), evaluated: true},

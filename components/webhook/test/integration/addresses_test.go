@@ -52,6 +52,10 @@ func registerAddresses(t *testing.T, w *webhook) {
 // tenant's Services. Status writes that keep the addresses never reach the
 // webhook.
 func TestIntegrationPodAddresses(t *testing.T) {
+	t.Run("G-POD-ADDRESS a node gives its tenant pod addresses of its own range only", testPodAddresses)
+}
+
+func testPodAddresses(t *testing.T) {
 	mainWebhook(t)
 	w := startWebhook(t)
 	registerAddresses(t, w)

@@ -175,6 +175,10 @@ func newMigration(ns, name, vmi string, sel map[string]any) *unstructured.Unstru
 // then creates is a protected pod, kept on the controlled scheduler and
 // bound only to a node whose evidence satisfies the tenant's policy.
 func TestIntegrationMigrations(t *testing.T) {
+	t.Run("G-MIGRATION-TARGET a migration and its target pod stay in the tenant's pool", testMigrations)
+}
+
+func testMigrations(t *testing.T) {
 	installKubeVirtCRDs(t)
 	w := mainWebhook(t)
 	registerMigrations(t, w)

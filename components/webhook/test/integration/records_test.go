@@ -51,6 +51,10 @@ func registerRecords(t *testing.T, name string, w *webhook) {
 // scheduler writes it, so that the key broker can release its keys; a
 // binder that brings a record of its own is refused.
 func TestIntegrationBindingRecords(t *testing.T) {
+	t.Run("G-BOUND-EVIDENCE Volcano's binding gets the record, a binding with its own is refused", testBindingRecords)
+}
+
+func testBindingRecords(t *testing.T) {
 	ctx := t.Context()
 	const volcano = "system:serviceaccount:volcano-system:volcano-scheduler"
 	w := startWebhook(t, "--record-binders="+volcano)

@@ -51,9 +51,9 @@ func expect(t *testing.T, what string, err error, want string) {
 func TestIntegration(t *testing.T) {
 	mainWebhook(t)
 	t.Run("Pods", testPods)
-	t.Run("EphemeralContainers", testEphemeralContainers)
-	t.Run("Bindings", testBindings)
-	t.Run("NodePoolLock", testNodePoolLock)
+	t.Run("G-POD-SECURITY EphemeralContainers", testEphemeralContainers)
+	t.Run("G-BINDING Bindings", testBindings)
+	t.Run("G-POOL-LABEL NodePoolLock", testNodePoolLock)
 }
 
 func testPods(t *testing.T) {
@@ -75,45 +75,47 @@ func testPods(t *testing.T) {
 		want string
 	}{
 		{"protected compliant", pod(tenantNS), ""},
-		{"protected external scheduler", pod(tenantNS, func(p *corev1.Pod) {
+		{"G-SCHEDULER-NAME protected external scheduler", pod(tenantNS, func(p *corev1.Pod) {
 			p.Spec.SchedulerName = "volcano"
 			p.Labels = map[string]string{"volcano.sh/job-name": "j"}
 		}), ""},
-		{"protected default scheduler", pod(tenantNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "" }), string(guard.ReasonSchedulerNotAllowed)},
-		{"protected nodeName", pod(tenantNS, func(p *corev1.Pod) { p.Spec.NodeName = poolNode }), string(guard.ReasonNodeNameSet)},
-		{"protected privileged init container", pod(tenantNS, func(p *corev1.Pod) {
+		{"G-SCHEDULER-NAME protected default scheduler", pod(tenantNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "" }), string(guard.ReasonSchedulerNotAllowed)},
+		{"G-NODE-NAME protected nodeName", pod(tenantNS, func(p *corev1.Pod) { p.Spec.NodeName = poolNode }), string(guard.ReasonNodeNameSet)},
+		{"G-POD-SECURITY protected privileged init container", pod(tenantNS, func(p *corev1.Pod) {
 			p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: &yes}}}
 		}), string(guard.ReasonPrivilegedContainer)},
-		{"protected hostNetwork", pod(tenantNS, func(p *corev1.Pod) { p.Spec.HostNetwork = true }), string(guard.ReasonHostNetwork)},
-		{"protected hostPID", pod(tenantNS, func(p *corev1.Pod) { p.Spec.HostPID = true }), string(guard.ReasonHostPID)},
-		{"protected hostIPC", pod(tenantNS, func(p *corev1.Pod) { p.Spec.HostIPC = true }), string(guard.ReasonHostIPC)},
-		{"protected hostPath", pod(tenantNS, func(p *corev1.Pod) {
+		{"G-POD-SECURITY protected hostNetwork", pod(tenantNS, func(p *corev1.Pod) { p.Spec.HostNetwork = true }), string(guard.ReasonHostNetwork)},
+		{"G-POD-SECURITY protected hostPID", pod(tenantNS, func(p *corev1.Pod) { p.Spec.HostPID = true }), string(guard.ReasonHostPID)},
+		{"G-POD-SECURITY protected hostIPC", pod(tenantNS, func(p *corev1.Pod) { p.Spec.HostIPC = true }), string(guard.ReasonHostIPC)},
+		{"G-POD-SECURITY protected hostPath", pod(tenantNS, func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
 		}), string(guard.ReasonHostPathVolume)},
 		{"listed namespace of a tenant without policy", pod(noPolicyNS), string(guard.ReasonNoPolicy)},
-		{"namespace labelled for a tenant but listed by no binding", pod(forgedNS), string(guard.ReasonTenantUnresolved)},
-		{"protected pod with SYS_ADMIN", pod(tenantNS, func(p *corev1.Pod) {
+		{"G-NAMESPACE-TENANT namespace labelled for a tenant but listed by no binding", pod(forgedNS), string(guard.ReasonTenantUnresolved)},
+		{"G-POD-SECURITY protected pod with SYS_ADMIN", pod(tenantNS, func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
 		}), string(guard.ReasonPodSecurityBaseline)},
-		{"protected pod tolerating another tenant's pool", pod(tenantNS, func(p *corev1.Pod) {
+		{"G-POOL-TOLERATIONS protected pod tolerating another tenant's pool", pod(tenantNS, func(p *corev1.Pod) {
 			p.Spec.Tolerations = []corev1.Toleration{{Key: guard.LabelTenantPool, Value: "beta", Effect: corev1.TaintEffectNoSchedule}}
 		}), string(guard.ReasonForeignPool)},
-		{"protected pod of volcano without its workload label", pod(tenantNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "volcano"; p.Labels = nil }),
+		{"G-SCHEDULER-NAME protected pod of volcano without its workload label", pod(tenantNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "volcano"; p.Labels = nil }),
 			string(guard.ReasonSchedulerProfileMismatch)},
 		{"plain pod", pod(plainNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "" }), ""},
-		{"plain wildcard toleration", pod(plainNS, func(p *corev1.Pod) {
+		{"G-POOL-TOLERATIONS plain wildcard toleration", pod(plainNS, func(p *corev1.Pod) {
 			p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 		}), string(guard.ReasonPoolToleration)},
-		{"plain pool nodeSelector", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{guard.LabelTenantPool: "acme"} }), string(guard.ReasonPoolSelector)},
-		{"plain nodeName on a pool node", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeName = poolNode }), string(guard.ReasonPoolNodeName)},
-		{"plain nodeName on a plain node", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeName = plainNode }), ""},
+		{"G-POOL-TOLERATIONS plain pool nodeSelector", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{guard.LabelTenantPool: "acme"} }), string(guard.ReasonPoolSelector)},
+		{"G-NODE-NAME plain nodeName on a pool node", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeName = poolNode }), string(guard.ReasonPoolNodeName)},
+		{"G-NODE-NAME plain nodeName on a plain node", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeName = plainNode }), ""},
 	}
 	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range cases {
-		_, err := kube.CoreV1().Pods(tc.pod.Namespace).Create(t.Context(), tc.pod, metav1.CreateOptions{})
-		expect(t, tc.name, err, tc.want)
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := kube.CoreV1().Pods(tc.pod.Namespace).Create(t.Context(), tc.pod, metav1.CreateOptions{})
+			expect(t, tc.name, err, tc.want)
+		})
 	}
 	// Pods created from another seat than the administrator's.
 	for _, tc := range []struct {
@@ -122,23 +124,25 @@ func testPods(t *testing.T) {
 		want string
 		user string
 	}{
-		{"trusted account's DaemonSet pod on a pool node", pod(plainNS, daemonSet, func(p *corev1.Pod) {
+		{"G-NODE-NAME trusted account's DaemonSet pod on a pool node", pod(plainNS, daemonSet, func(p *corev1.Pod) {
 			p.Namespace, p.Spec.ServiceAccountName, p.Spec.NodeName = "infra", "agent", poolNode
 		}), "", dsController},
-		{"trusted account's pod no DaemonSet owns on a pool node", pod(plainNS, func(p *corev1.Pod) {
+		{"G-NODE-NAME trusted account's pod no DaemonSet owns on a pool node", pod(plainNS, func(p *corev1.Pod) {
 			p.Namespace, p.Spec.ServiceAccountName, p.Spec.NodeName = "infra", "agent", poolNode
 		}), string(guard.ReasonPoolNodeName), dsController},
-		{"trusted account's DaemonSet pod on a pool node, created by someone else", pod(plainNS, daemonSet, func(p *corev1.Pod) {
+		{"G-NODE-NAME trusted account's DaemonSet pod on a pool node, created by someone else", pod(plainNS, daemonSet, func(p *corev1.Pod) {
 			p.Namespace, p.Spec.ServiceAccountName, p.Spec.NodeName = "infra", "agent", poolNode
 		}), string(guard.ReasonPoolNodeName), "mallory"},
-		{"a tenant's mirror pod on its own compliant pool node", pod(tenantNS, mirror(poolNode)), "", "system:node:" + poolNode},
-		{"a general node's mirror pod in a tenant's namespace under confinement Pool", pod(tenantNS, mirror(plainNode)),
+		{"G-MIRROR-POD a tenant's mirror pod on its own compliant pool node", pod(tenantNS, mirror(poolNode)), "", "system:node:" + poolNode},
+		{"G-MIRROR-POD a general node's mirror pod in a tenant's namespace under confinement Pool", pod(tenantNS, mirror(plainNode)),
 			string(guard.ReasonOutsidePool), "system:node:" + plainNode},
 	} {
-		_, err := as(t, tc.user).CoreV1().Pods(tc.pod.Namespace).Create(t.Context(), tc.pod, metav1.CreateOptions{})
-		expect(t, tc.name, err, tc.want)
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := as(t, tc.user).CoreV1().Pods(tc.pod.Namespace).Create(t.Context(), tc.pod, metav1.CreateOptions{})
+			expect(t, tc.name, err, tc.want)
+		})
 	}
-	t.Run("a pool toleration picked up while a tenant label came and went", testLabelFlip)
+	t.Run("G-POOL-TOLERATIONS a pool toleration picked up while a tenant label came and went", testLabelFlip)
 }
 
 // testLabelFlip: whoever may create and label namespaces creates a gated
@@ -245,16 +249,18 @@ func testBindings(t *testing.T) {
 		{"to another tenant's pool node", beta, string(guard.ReasonTenantMismatch)},
 		{"to a general node under confinement Pool", plainNode, string(guard.ReasonOutsidePool)},
 		{"to a node whose evidence names another node", forged, string(guard.ReasonEvidenceNodeMismatch)},
-		{"to a node offering a replica of a shared GPU its evidence calls exclusive", replica, string(guard.ReasonEvidenceIncomplete)},
-		{"to a node offering GPUs by a passthrough name its evidence does not count", passthrough, string(guard.ReasonEvidenceIncomplete)},
+		{"G-NODE-GPUS to a node offering a replica of a shared GPU its evidence calls exclusive", replica, string(guard.ReasonEvidenceIncomplete)},
+		{"G-NODE-GPUS to a node offering GPUs by a passthrough name its evidence does not count", passthrough, string(guard.ReasonEvidenceIncomplete)},
 	} {
 		name := mk(tenantNS)
-		var err error
-		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			err = bind(t, volcano, tenantNS, name, tc.node)
-			return err == nil || strings.Contains(err.Error(), tc.want), nil
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				err = bind(t, volcano, tenantNS, name, tc.node)
+				return err == nil || strings.Contains(err.Error(), tc.want), nil
+			})
+			expect(t, "protected pod by Volcano's binder "+tc.name, err, tc.want)
 		})
-		expect(t, "protected pod by Volcano's binder "+tc.name, err, tc.want)
 	}
 	expect(t, "protected pod by Volcano's binder to a compliant node", bind(t, volcano, tenantNS, mk(tenantNS), poolNode), "")
 	expect(t, "plain pod to a pool node by Volcano's binder", bind(t, volcano, plainNS, mk(plainNS), poolNode), string(guard.ReasonBindingNotAllowed))
