@@ -73,7 +73,7 @@ func tearDownLab(ctx context.Context, t *testing.T, cfg *envconf.Config) context
 	return ctx
 }
 
-// externalSchedulers are the orchestrator profiles TestAdmission installs.
+// externalSchedulers are the orchestrator profiles TestPlatform installs.
 var externalSchedulers = []string{"runai", "volcano"}
 
 // workloadLabels are labels that put a pod under a profile's workload
@@ -104,20 +104,21 @@ func withIntegrations(l *lab.Lab) (map[string]any, error) {
 	if err := l.GrantBinding(context.Background(), binderRole, binders...); err != nil {
 		return nil, err
 	}
-	return lab.Merge(l.Values("lab"), map[string]any{"orchestratorIntegrations": integrations}), nil
+	// In the lab's overrides, so that a step that reinstalls the lab's
+	// values keeps them.
+	l.Overrides = lab.Merge(l.Overrides, map[string]any{"orchestratorIntegrations": integrations})
+	return l.Values("lab"), nil
 }
 
-// TestAdmission installs enforcement and the webhook (lab profile) with the
-// run:ai and Volcano profiles of profiles/, and checks admission: the ways
+// admissionSteps check admission on the platform (TestPlatform): the ways
 // around the controlled scheduler are refused; a run:ai-shaped and a
 // Volcano-shaped workload, bound by the test acting as their scheduler,
-// are admitted when compliant and refused when privileged or pinned; and
-// a second co-registered webhook's refusal holds as well (every webhook
-// must admit).
-func TestAdmission(t *testing.T) {
-	f := features.New("fail-closed admission").
-		Setup(setUpLab(withIntegrations)).
-		Assess("the webhook refuses an alternate scheduler, nodeName and privileged", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+// are admitted when compliant and refused when privileged or pinned; a
+// second co-registered webhook's refusal holds as well (every webhook must
+// admit); and make demo's attested phase.
+func admissionSteps(f *features.FeatureBuilder) *features.FeatureBuilder {
+	return f.
+		Assess("admission: the webhook refuses an alternate scheduler, nodeName and privileged", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			for _, c := range lab.WebhookCases(l.Tenant) {
 				if err := l.ExpectDenied(ctx, l.Kube, l.Tenant.Name, l.Pod(c.Pod, c.Options...), c.Reason); err != nil {
@@ -168,9 +169,9 @@ func TestAdmission(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("run:ai-shaped workload: admitted and bound when compliant, refused when privileged or pinned", externalWorkload("runai")).
-		Assess("Volcano-shaped workload: admitted and bound when compliant, refused when privileged or pinned", externalWorkload("volcano")).
-		Assess("a second webhook's refusal holds next to Xila Guard's (AND)", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("admission: run:ai-shaped workload: admitted and bound when compliant, refused when privileged or pinned", externalWorkload("runai")).
+		Assess("admission: Volcano-shaped workload: admitted and bound when compliant, refused when privileged or pinned", externalWorkload("volcano")).
+		Assess("admission: a second webhook's refusal holds next to Xila Guard's (AND)", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			ns := l.Tenant.Name
 			second, err := l.InstallSecondWebhook(ctx, envconf.RandomName("xg-second", 16), ns)
@@ -209,24 +210,16 @@ func TestAdmission(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("make demo's attested phase: TEE taints keep a pod that asks for no TEE off the attested nodes, placement on verified reports", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("admission: make demo's attested phase: TEE taints keep a pod that asks for no TEE off the attested nodes, placement on verified reports", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// The phase installs the release with the attestation
+			// controller and restores the lab's values after.
 			got, err := labFrom(ctx, t).AttestedPhase().Run(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Log(got)
 			return ctx
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if l, ok := ctx.Value(labKey{}).(*lab.Lab); ok {
-				if err := l.RevokeBinding(ctx, binderRole); err != nil {
-					t.Errorf("revoking the binders' role: %v", err)
-				}
-			}
-			return tearDownLab(ctx, t, cfg)
-		}).
-		Feature()
-	testenv.Test(t, f)
+		})
 }
 
 // externalWorkload checks a workload shaped like one of an orchestrator

@@ -12,16 +12,13 @@ import (
 	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
-// TestTenantRBAC installs the chart's tenant RBAC alone and sends the
-// matrix of real requests as the tenant's user (impersonated): the user
+// tenantRBACSteps send, on the platform (TestPlatform), the matrix of
+// real requests as the tenant's user (impersonated): the user
 // manages pods and workloads in the tenant's namespace and is refused by
 // the authorizer everything else — the guard kinds, pods/binding, nodes
 // and other namespaces.
-func TestTenantRBAC(t *testing.T) {
-	f := features.New("tenant RBAC").
-		Setup(setUpLab(func(l *lab.Lab) (map[string]any, error) {
-			return lab.TenantRBACValues(l.Tenant.Name, l.User), nil
-		})).
+func tenantRBACSteps(f *features.FeatureBuilder) *features.FeatureBuilder {
+	return f.
 		Assess("G-TENANT-RBAC tenant user: own pods allowed, everything else denied", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			matrix, err := l.TenantRBACMatrix(ctx, l.Tenant, l.User)
@@ -46,7 +43,7 @@ func TestTenantRBAC(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("a user without the role is refused in the tenant's namespace", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("tenant RBAC: a user without the role is refused in the tenant's namespace", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			matrix, err := l.TenantRBACMatrix(ctx, l.Tenant, "someone-else")
 			if err != nil {
@@ -56,8 +53,5 @@ func TestTenantRBAC(t *testing.T) {
 				t.Errorf("someone-else: %s, want DENIED: the RoleBinding must name only the tenant's subjects", a)
 			}
 			return ctx
-		}).
-		Teardown(tearDownLab).
-		Feature()
-	testenv.Test(t, f)
+		})
 }

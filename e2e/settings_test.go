@@ -22,6 +22,14 @@ type settings struct {
 	ImageTag    string   // XG_IMAGE_TAG: tag of the component images
 	Components  []string // components that have an image to load
 	Agnhost     string   // AGNHOST_IMAGE, preloaded in the node image
+	// VolcanoManifest is VOLCANO_MANIFEST: Volcano's release manifest, a
+	// file (of the module make e2e builds Volcano from) or a URL.
+	VolcanoManifest string
+	// VolcanoImages is VOLCANO_IMAGES, binary=image,...: the images make
+	// e2e built for Volcano's binaries (vc-scheduler, vc-controller-manager,
+	// vc-webhook-manager), loaded into the cluster. Empty: Volcano's
+	// published images, pulled from its registry (make e2e-volcano).
+	VolcanoImages map[string]string
 }
 
 func settingsFromEnv() (settings, error) {
@@ -36,9 +44,20 @@ func settingsFromEnv() (settings, error) {
 		NodeImage:   os.Getenv("NODE_IMAGE"),
 		ImageTag:    os.Getenv("XG_IMAGE_TAG"),
 		Agnhost:     os.Getenv("AGNHOST_IMAGE"),
+
+		VolcanoManifest: os.Getenv("VOLCANO_MANIFEST"),
+		VolcanoImages:   map[string]string{},
+	}
+	for _, kv := range strings.Split(os.Getenv("VOLCANO_IMAGES"), ",") {
+		if b, img, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
+			s.VolcanoImages[b] = img
+		} else if kv != "" {
+			return s, fmt.Errorf("VOLCANO_IMAGES: %q is not binary=image", kv)
+		}
 	}
 	var missing []string
-	for name, v := range map[string]string{"XG_BIN": s.BinDir, "NODE_IMAGE": s.NodeImage, "XG_IMAGE_TAG": s.ImageTag, "AGNHOST_IMAGE": s.Agnhost} {
+	for name, v := range map[string]string{"XG_BIN": s.BinDir, "NODE_IMAGE": s.NodeImage, "XG_IMAGE_TAG": s.ImageTag, "AGNHOST_IMAGE": s.Agnhost,
+		"VOLCANO_MANIFEST": s.VolcanoManifest} {
 		if v == "" {
 			missing = append(missing, name)
 		}
@@ -62,6 +81,11 @@ func settingsFromEnv() (settings, error) {
 	for _, c := range s.Components {
 		if err := exec.Command("docker", "image", "inspect", s.componentImage(c)).Run(); err != nil {
 			return s, errors.New("image " + s.componentImage(c) + " is missing: run make images")
+		}
+	}
+	for _, img := range s.VolcanoImages {
+		if err := exec.Command("docker", "image", "inspect", img).Run(); err != nil {
+			return s, errors.New("image " + img + " is missing: run make volcano-images")
 		}
 	}
 	return s, nil

@@ -37,12 +37,20 @@ func podNetwork(s settings) env.Func {
 	}
 }
 
-// loadImages loads every component image into the cluster's nodes.
+// loadImages loads every component image, and the Volcano images make e2e
+// built, into the cluster's nodes.
 func loadImages(s settings) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		for _, c := range s.Components {
 			var err error
 			if ctx, err = envfuncs.LoadImageToCluster(s.ClusterName, s.componentImage(c))(ctx, cfg); err != nil {
+				return ctx, err
+			}
+		}
+		// Volcano runs on the control plane only (the workers are pools).
+		for _, img := range s.VolcanoImages {
+			var err error
+			if ctx, err = envfuncs.LoadImageToCluster(s.ClusterName, img, "--nodes", s.ClusterName+"-control-plane")(ctx, cfg); err != nil {
 				return ctx, err
 			}
 		}

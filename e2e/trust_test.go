@@ -75,8 +75,8 @@ type trustEnv struct {
 	controlPlane      string
 }
 
-// TestTrustBoundaries tries, on the lab cluster with the run:ai and Volcano
-// integrations, every way a principal other than an administrator could
+// trustSteps try, on the platform (TestPlatform), with the run:ai and
+// Volcano integrations, every way a principal other than an administrator could
 // move a node into a pool, vouch for its evidence or place a pod across
 // tenants: as a node (impersonated kubelet credentials), an operator with
 // node rights, the tenant user, a namespace creator, an external binder
@@ -85,10 +85,9 @@ type trustEnv struct {
 // Worker 1 is the tenant's compliant node, worker 2 its time-sliced one, a
 // node object with no kubelet is another tenant's pool, and the control
 // plane is a general node.
-func TestTrustBoundaries(t *testing.T) {
-	f := features.New("trust boundaries").
-		Setup(setUpLab(withIntegrations)).
-		Assess("every attempt is refused for its reason, and nothing runs where it must not", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+func trustSteps(f *features.FeatureBuilder) *features.FeatureBuilder {
+	return f.
+		Assess("trust boundaries: every attempt is refused for its reason, and nothing runs where it must not", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			e := newTrustEnv(ctx, t, labFrom(ctx, t))
 			for _, a := range e.attempts() {
 				t.Run(a.name, func(t *testing.T) {
@@ -104,26 +103,21 @@ func TestTrustBoundaries(t *testing.T) {
 				})
 			}
 			return ctx
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if l, ok := ctx.Value(labKey{}).(*lab.Lab); ok {
-				_ = l.Kube.CoreV1().Nodes().Delete(ctx, betaNode, metav1.DeleteOptions{})
-				_ = l.Dyn.Resource(lab.States).Delete(ctx, betaNode, metav1.DeleteOptions{})
-				for _, ns := range []string{plainNS, forgedNS, flipNS} {
-					if err := l.DeleteNamespace(ctx, ns); err != nil {
-						t.Error(err)
-					}
-				}
-				for _, name := range []string{binderRole, trustRole} {
-					if err := l.RevokeBinding(ctx, name); err != nil {
-						t.Errorf("revoking %s: %v", name, err)
-					}
-				}
-			}
-			return tearDownLab(ctx, t, cfg)
-		}).
-		Feature()
-	testenv.Test(t, f)
+		})
+}
+
+// tearDownTrust removes what trustSteps made.
+func tearDownTrust(ctx context.Context, t *testing.T, l *lab.Lab) {
+	_ = l.Kube.CoreV1().Nodes().Delete(ctx, betaNode, metav1.DeleteOptions{})
+	_ = l.Dyn.Resource(lab.States).Delete(ctx, betaNode, metav1.DeleteOptions{})
+	for _, ns := range []string{plainNS, forgedNS, flipNS} {
+		if err := l.DeleteNamespace(ctx, ns); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := l.RevokeBinding(ctx, trustRole); err != nil {
+		t.Errorf("revoking %s: %v", trustRole, err)
+	}
 }
 
 // judge returns what is wrong with err for an attempt that wants want.
@@ -289,7 +283,7 @@ func dryCreate(ctx context.Context, c kubernetes.Interface, ns string, p *corev1
 }
 
 // held creates, as the administrator, a pod that no running scheduler
-// picks up (it names Volcano's scheduler, which this cluster does not run)
+// picks up (it names Volcano's scheduler, which TestPlatform runs only after these steps)
 // and returns its name, for a binder to bind.
 func (e *trustEnv) held(ctx context.Context, ns string, opts ...lab.PodOption) (string, error) {
 	p := e.l.Pod(envconf.RandomName("held", 12), append([]lab.PodOption{lab.WithScheduler("volcano"), lab.WithLabels(workloadLabels["volcano"])}, opts...)...)

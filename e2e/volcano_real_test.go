@@ -1,4 +1,4 @@
-//go:build e2e && volcano
+//go:build e2e
 
 package e2e
 
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -29,6 +30,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
+	"github.com/xila-guard/xila-guard/components/api/testcert"
 	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
@@ -39,10 +42,15 @@ var (
 	volcanoCommands = schema.GroupVersionResource{Group: "bus.volcano.sh", Version: "v1alpha1", Resource: "commands"}
 )
 
-// TestRealVolcano installs real Volcano from VOLCANO_MANIFEST (make
-// e2e-volcano) next to the chart with the Volcano profile, its components
-// on the control plane like the platform's (both workers are the tenant's
-// pool). The tenant's user, with the tenant role and the profile's
+// realVolcanoSteps install real Volcano from its release manifest
+// (VOLCANO_MANIFEST) next to the platform (TestPlatform), with the Volcano
+// profile, its
+// components on the control plane like the platform's (both workers are
+// the tenant's pool). make e2e builds Volcano's binaries from its Go
+// module into local images (VOLCANO_IMAGES, hack/build-volcano-images.sh)
+// and makes the admission webhook's TLS here, in place of the manifest's
+// init Job, whose image needs a shell and openssl; make e2e-volcano runs
+// Volcano's published images instead. The tenant's user, with the tenant role and the profile's
 // tenantResources, creates Volcano Jobs in the tenant's namespace whose
 // pods tolerate exactly the tenant's pool taint, which the volcano
 // scheduler needs to place them on the pool:
@@ -58,31 +66,23 @@ var (
 //
 // The tenant may not create Queues or Commands, which reach past its
 // namespace.
-func TestRealVolcano(t *testing.T) {
-	manifest := os.Getenv("VOLCANO_MANIFEST")
-	if manifest == "" {
-		t.Fatal("VOLCANO_MANIFEST is not set: run make e2e-volcano")
-	}
-	var placed string // Volcano's manifest with its pods on the control plane
-	f := features.New("real Volcano").
-		Setup(setUpLab(func(l *lab.Lab) (map[string]any, error) {
-			in, err := l.Profile("volcano")
+func realVolcanoSteps(f *features.FeatureBuilder) *features.FeatureBuilder {
+	return f.
+		Assess("real Volcano: installed from its release manifest, its pods on the control plane", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			placed, err := volcanoOnControlPlane(ctx, suite.VolcanoManifest, suite.VolcanoImages)
 			if err != nil {
-				return nil, err
-			}
-			return lab.Merge(l.Values("lab"), map[string]any{"orchestratorIntegrations": []any{in}}), nil
-		})).
-		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			var err error
-			if placed, err = volcanoOnControlPlane(ctx, manifest); err != nil {
 				t.Fatal(err)
+			}
+			ctx = context.WithValue(ctx, volcanoKey{}, placed)
+			if len(suite.VolcanoImages) > 0 {
+				makeVolcanoAdmissionTLS(ctx, t, clientset(t, cfg))
 			}
 			runTool(ctx, t, filepath.Join(suite.BinDir, "kubectl"), "--kubeconfig", cfg.KubeconfigFile(), "apply", "--server-side", "-f", placed)
 			runTool(ctx, t, filepath.Join(suite.BinDir, "kubectl"), "--kubeconfig", cfg.KubeconfigFile(),
 				"-n", "volcano-system", "rollout", "status", "deployment/volcano-scheduler", "deployment/volcano-controllers", "deployment/volcano-admission", "--timeout=5m")
 			return ctx
 		}).
-		Assess("the tenant's compliant Job runs on the compliant worker; pinned to the time-sliced worker, its binding is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("real Volcano: the tenant's compliant Job runs on the compliant worker; pinned to the time-sliced worker, its binding is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			ns, compliant, sliced := l.Tenant.Name, l.Tenant.Workers[lab.CompliantWorker], l.Tenant.Workers[lab.TimeSlicedWorker]
 			_, dyn, err := l.As(l.User)
@@ -111,7 +111,7 @@ func TestRealVolcano(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("Jobs whose pods break the rules: privileged, tolerating any pool; refused by the webhook", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("real Volcano: Jobs whose pods break the rules: privileged, tolerating any pool; refused by the webhook", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			ns := l.Tenant.Name
 			_, dyn, err := l.As(l.User)
@@ -143,7 +143,7 @@ func TestRealVolcano(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("the tenant may not create Volcano Queues or Commands", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("real Volcano: the tenant may not create Volcano Queues or Commands", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			_, dyn, err := l.As(l.User)
 			if err != nil {
@@ -166,16 +166,50 @@ func TestRealVolcano(t *testing.T) {
 			}
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			ctx = tearDownLab(ctx, t, cfg)
-			runTool(ctx, t, filepath.Join(suite.BinDir, "kubectl"), "--kubeconfig", cfg.KubeconfigFile(), "delete", "--ignore-not-found", "-f", manifest)
-			if placed != "" {
-				_ = os.Remove(placed)
+		Assess("real Volcano: the webhook down: the Job's pod is not created, let alone bound; back up, it runs on the compliant worker", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			l := labFrom(ctx, t)
+			ns, compliant := l.Tenant.Name, l.Tenant.Workers[lab.CompliantWorker]
+			_, dyn, err := l.As(l.User)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// This step changes the release: it scales the webhook to zero
+			// and back to what the release asked for.
+			restore := scaleWebhook(ctx, t, l.Kube, 0)
+			restored := false
+			defer func() {
+				if !restored {
+					restore()
+				}
+			}()
+			if err := createVolcanoJob(ctx, dyn, ns, "while-down", poolToleration(l.Tenant.Name), nil, nil); err != nil {
+				t.Fatalf("creating Volcano Job while-down: %v", err)
+			}
+			if err := waitJobEvent(ctx, l.Kube, ns, "while-down", "failed calling webhook"); err != nil {
+				t.Error(err)
+			}
+			if p, err := volcanoPod(ctx, l.Kube, ns, "while-down"); err != nil || p != nil {
+				t.Errorf("with the webhook down, Volcano Job while-down has pod %v (%v); want none", p, err)
+			}
+			restore()
+			restored = true
+			if _, err := waitVolcanoPodOn(ctx, l.Kube, ns, "while-down", compliant); err != nil {
+				t.Error(err)
 			}
 			return ctx
-		}).
-		Feature()
-	testenv.Test(t, f)
+		})
+}
+
+type volcanoKey struct{}
+
+// tearDownRealVolcano removes what realVolcanoSteps installed.
+func tearDownRealVolcano(ctx context.Context, t *testing.T, cfg *envconf.Config) {
+	placed, _ := ctx.Value(volcanoKey{}).(string)
+	if placed == "" {
+		return
+	}
+	runTool(ctx, t, filepath.Join(suite.BinDir, "kubectl"), "--kubeconfig", cfg.KubeconfigFile(), "delete", "--ignore-not-found", "--wait", "-f", placed)
+	_ = os.Remove(placed)
 }
 
 // poolToleration tolerates exactly the pool's taint, the one toleration of
@@ -299,9 +333,12 @@ func hasEvent(ctx context.Context, kube kubernetes.Interface, ns, name, text str
 // volcanoOnControlPlane reads Volcano's manifest (a URL or a file) and
 // writes it to a temporary file with the pods of its Deployments and Jobs
 // on the control plane: both workers are the tenant's pool, whose taint
-// only the tenant's own pods may tolerate. Other documents are copied as
-// they are.
-func volcanoOnControlPlane(ctx context.Context, manifest string) (string, error) {
+// only the tenant's own pods may tolerate. With images (binary name to
+// image), each container runs the local image of its binary, and the
+// manifest's Helm hooks (the admission init Job and its RBAC) are left
+// out: makeVolcanoAdmissionTLS does their work. Other documents are copied
+// as they are.
+func volcanoOnControlPlane(ctx context.Context, manifest string, images map[string]string) (string, error) {
 	var r io.Reader
 	if strings.HasPrefix(manifest, "https://") || strings.HasPrefix(manifest, "http://") {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, manifest, nil)
@@ -336,7 +373,10 @@ func volcanoOnControlPlane(ctx context.Context, manifest string) (string, error)
 		if err != nil {
 			return "", fmt.Errorf("reading Volcano's manifest: %w", err)
 		}
-		out, err := onControlPlane(doc)
+		if len(images) > 0 && isHelmHook(doc) {
+			continue
+		}
+		out, err := onControlPlane(doc, images)
 		if err != nil {
 			return "", fmt.Errorf("Volcano's manifest: %w", err)
 		}
@@ -360,10 +400,27 @@ func volcanoOnControlPlane(ctx context.Context, manifest string) (string, error)
 	return f.Name(), f.Close()
 }
 
+// isHelmHook reports whether a manifest document is a Helm hook.
+func isHelmHook(doc []byte) bool {
+	j, err := yaml.ToJSON(doc)
+	if err != nil {
+		return false
+	}
+	var head struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(j, &head)
+	_, hook := head.Metadata.Annotations["helm.sh/hook"]
+	return hook
+}
+
 // onControlPlane returns a Deployment or Job document, as JSON, with its
-// pods' node selector and tolerations set for the control plane; nil for
-// any other document.
-func onControlPlane(doc []byte) ([]byte, error) {
+// pods' node selector and tolerations set for the control plane, and its
+// containers' images replaced by images (keyed by the binary the image is
+// named after, e.g. vc-scheduler); nil for any other document.
+func onControlPlane(doc []byte, images map[string]string) ([]byte, error) {
 	j, err := yaml.ToJSON(doc)
 	if err != nil {
 		return nil, err
@@ -387,5 +444,97 @@ func onControlPlane(doc []byte) ([]byte, error) {
 	if err := unstructured.SetNestedSlice(u.Object, tolerations, "spec", "template", "spec", "tolerations"); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", head.Kind, u.GetName(), err)
 	}
+	if len(images) > 0 {
+		containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			c := c.(map[string]any)
+			image, _ := c["image"].(string)
+			binary, _, _ := strings.Cut(image[strings.LastIndex(image, "/")+1:], ":")
+			local, ok := images[binary]
+			if !ok {
+				return nil, fmt.Errorf("%s %s: no local image for %s", head.Kind, u.GetName(), image)
+			}
+			c["image"], c["imagePullPolicy"] = local, "Never"
+		}
+		if err := unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", head.Kind, u.GetName(), err)
+		}
+	}
 	return u.MarshalJSON()
+}
+
+// makeVolcanoAdmissionTLS makes what the manifest's admission init Job
+// makes: the Secret volcano-admission-secret of volcano-system, a serving
+// certificate for the admission Service and its CA, from which Volcano's
+// webhook manager fills its webhook configurations' caBundle.
+func makeVolcanoAdmissionTLS(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	const ns = "volcano-system"
+	ca, err := testcert.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile, err := ca.WriteServingFor(t.TempDir(), 2, "volcano-admission-service."+ns+".svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string][]byte{"ca.crt": ca.PEM}
+	for name, f := range map[string]string{"tls.crt": certFile, "tls.key": keyFile} {
+		if data[name], err = os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, fixture.MakeNamespace(ns).Obj(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "volcano-admission-secret", Namespace: ns}, Data: data}
+	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// scaleWebhook scales the release's webhook Deployment to replicas, waits
+// until no pod of it is left ready when replicas is zero, and returns what
+// scales it back and waits until the API server reaches it again.
+func scaleWebhook(ctx context.Context, t *testing.T, kube kubernetes.Interface, replicas int32) (restore func()) {
+	t.Helper()
+	const name = lab.ReleaseName + "-webhook"
+	deployments := kube.AppsV1().Deployments(lab.PlatformNamespace)
+	scale, err := deployments.GetScale(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	was := scale.Spec.Replicas
+	set := func(n int32) error {
+		s, err := deployments.GetScale(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = n
+		_, err = deployments.UpdateScale(ctx, name, s, metav1.UpdateOptions{})
+		return err
+	}
+	if err := set(replicas); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := deployments.Get(ctx, name, metav1.GetOptions{})
+		return err == nil && d.Status.ReadyReplicas == replicas && d.Status.Replicas == replicas, nil
+	})
+	if err != nil {
+		t.Fatalf("webhook not scaled to %d: %v", replicas, err)
+	}
+	return func() {
+		if err := set(was); err != nil {
+			t.Errorf("scaling the webhook back to %d: %v", was, err)
+			return
+		}
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			d, err := deployments.Get(ctx, name, metav1.GetOptions{})
+			return err == nil && d.Status.ReadyReplicas == was, nil
+		})
+		if err != nil {
+			t.Errorf("webhook not back to %d ready replicas: %v", was, err)
+		}
+	}
 }

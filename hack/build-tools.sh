@@ -38,6 +38,11 @@ TOOLS=(
   "staticcheck|.|honnef.co/go/tools/cmd/staticcheck|${STATICCHECK_VERSION}"
   "coredns|coredns|.|${COREDNS_VERSION}-k8s"
   "crictl|crictl|sigs.k8s.io/cri-tools/cmd/crictl|${CRICTL_VERSION}"
+  # Volcano's scheduler, controller manager and admission webhook, for the
+  # end-to-end suite (hack/tools/volcano says why it is its own module).
+  "vc-scheduler|volcano|volcano.sh/volcano/cmd/scheduler|${VOLCANO_VERSION}"
+  "vc-controller-manager|volcano|volcano.sh/volcano/cmd/controller-manager|${VOLCANO_VERSION}"
+  "vc-webhook-manager|volcano|volcano.sh/volcano/cmd/webhook-manager|${VOLCANO_VERSION}"
 )
 
 want=("$@")
@@ -76,13 +81,17 @@ for dir in "${!missing_pkgs[@]}"; do
   trap 'rm -rf "${tmp}"' EXIT
   ldflags="-s -w"
   [[ ${dir} == . ]] && ldflags=${kube_ldflags}
+  [[ ${dir} == volcano ]] && ldflags+=" -X volcano.sh/volcano/pkg/version.Version=${VOLCANO_VERSION}"
   timed "building${missing_names[${dir}]} (cold: several minutes)" \
     bash -c "cd '${dir}' && go build -trimpath -ldflags '${ldflags}' -o '${tmp}/' ${missing_pkgs[${dir}]}"
   # Binaries are named after the last path element of their package; etcd's
   # main package is its module root, so go names the binary "server".
   [[ -e ${tmp}/server ]] && mv "${tmp}/server" "${tmp}/etcd"
+  # Volcano's binaries are named vc-<package>, as its own build names them.
   for nv in ${missing_names[${dir}]}; do
-    mv "${tmp}/${nv%@*}" "${XG_CACHE}/bin/${nv}"
+    name=${nv%@*}
+    [[ ${name} == vc-* && ! -e ${tmp}/${name} ]] && mv "${tmp}/${name#vc-}" "${tmp}/${name}"
+    mv "${tmp}/${name}" "${XG_CACHE}/bin/${nv}"
   done
   rm -rf "${tmp}"
   trap - EXIT

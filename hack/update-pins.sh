@@ -22,3 +22,6 @@ done
 for mod in terraform/provider/go.mod; do
   go mod edit "${args[@]}" "${mod}"
 done
+
+# The Volcano release the end-to-end suite builds.
+go mod edit -require="volcano.sh/volcano@${VOLCANO_VERSION}" -require="volcano.sh/apis@${VOLCANO_APIS_VERSION}" hack/tools/volcano/go.mod
