@@ -35,7 +35,8 @@ demo: build images kind-up ## Build everything offline, bring up the lab cluster
 	go run ./e2e/cmd/demo --kubeconfig $(KIND_KUBECONFIG) --bin $(BIN) --repo-root $(CURDIR) \
 	  --cluster "$${CLUSTER_NAME:-xila-guard}" --image-tag $(XG_VERSION) --agnhost $(AGNHOST_IMAGE)
 
-test: verify lint unit integration e2e terraform-test ## The whole suite: generated code, lint, unit, integration, end-to-end, Terraform.
+test: ## The whole suite: generated code, lint, unit, integration, end-to-end, Terraform; each phase timed.
+	hack/run-phases.sh verify lint unit integration e2e terraform-test
 
 ##@ Build
 

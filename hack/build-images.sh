@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds one image per component, FROM scratch with a static binary, tagged
 # xila-guard/<component>:$XG_VERSION (git describe). A component is every
-# components/<name>/cmd/xila-guard-<name> main package.
+# components/<name>/cmd/xila-guard-<name> main package. An image of a clean
+# tree's tag that exists is kept.
 #
 # usage: hack/build-images.sh [component ...]   (default: all that have one)
 set -o errexit -o nounset -o pipefail
@@ -27,6 +28,12 @@ ldflags="-s -w -X github.com/xila-guard/xila-guard/components/api/version.Versio
 for c in "${components[@]}"; do
   pkg="./components/${c}/cmd/xila-guard-${c}"
   [[ -d ${pkg} ]] || die "unknown component ${c}: expected a main package in ${pkg}"
+  # The tag of a clean tree names its commit: an image of it is already
+  # what this would build. A dirty tree's tag names no fixed content.
+  if [[ ${XG_VERSION} != *-dirty ]] && docker image inspect "xila-guard/${c}:${XG_VERSION}" >/dev/null 2>&1; then
+    log "image xila-guard/${c}:${XG_VERSION} exists"
+    continue
+  fi
   bin="xila-guard-${c}"
   ctx="${WORK}/${c}"
   mkdir -p "${ctx}"

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/attest/app"
@@ -160,8 +161,8 @@ func (f forging) Evidence(ctx context.Context, _ [nonce.Size]byte) (*attester.Ev
 	return f.lab.Evidence(ctx, nonce.For("another-node", "its-incarnation", nonce.NewChallenge()))
 }
 
-// fixture is a node with an attester pod and the attester it points at.
-type fixture struct {
+// labNode is a node with an attester pod and the attester it points at.
+type labNode struct {
 	node    *corev1.Node
 	pod     *corev1.Pod
 	backend *switchable
@@ -170,9 +171,9 @@ type fixture struct {
 
 // newFixture creates node name with boot ID boot-1, and an attester pod on
 // it served by an in-process lab attester stating measurement.
-func newFixture(t *testing.T, name string, measurement [48]byte) *fixture {
+func newFixture(t *testing.T, name string, measurement [48]byte) *labNode {
 	t.Helper()
-	f := &fixture{backend: &switchable{b: &attester.Lab{Chain: labChain(t), Measurement: measurement}}}
+	f := &labNode{backend: &switchable{b: &attester.Lab{Chain: labChain(t), Measurement: measurement}}}
 	srv, err := attester.New(attester.Config{Backend: f.backend})
 	if err != nil {
 		t.Fatal(err)
@@ -188,18 +189,16 @@ func newFixture(t *testing.T, name string, measurement [48]byte) *fixture {
 
 	f.node = createNode(t, name, "boot-1")
 	ensureNamespace(t, attesterNS)
-	f.pod = &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: attesterNS, Name: "attester-" + name, Labels: map[string]string{"app.kubernetes.io/name": "xila-guard-attester"}},
-		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "attester", Image: "xila-guard/attest",
-			Ports: []corev1.ContainerPort{{Name: controller.AttesterPortName, ContainerPort: int32(ln.Addr().(*net.TCPAddr).Port)}}}}},
-	}
+	f.pod = fixture.MakePod("attester-"+name, attesterNS).Label("app.kubernetes.io/name", "xila-guard-attester").NodeName(name).Obj()
+	f.pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: controller.AttesterPortName, ContainerPort: int32(ln.Addr().(*net.TCPAddr).Port)}}
 	createRunningPod(t, f.pod)
 	return f
 }
 
 func createNode(t *testing.T, name, boot string) *corev1.Node {
 	t.Helper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{guard.LabelTenantPool: "acme"}}}
+	// Labelled into pool acme, untainted: no test here needs the pool taint.
+	n := fixture.MakeNode(name).Label(guard.LabelTenantPool, "acme").Obj()
 	if err := k8s.Create(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +222,7 @@ func setBootID(t *testing.T, n *corev1.Node, boot string) {
 
 func ensureNamespace(t *testing.T, name string) {
 	t.Helper()
-	err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	err := k8s.Create(context.Background(), fixture.MakeNamespace(name).Obj())
 	if err != nil && client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/attest/app"
@@ -102,15 +103,10 @@ func kbsTenant(t *testing.T, id string) string {
 	ns := "kbs-" + id
 	ensureNamespace(t, ns)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workload"}}
-	age := metav1.Duration{Duration: 8 * time.Second}
-	policy := &v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: "kbs-" + id}, Spec: v1alpha1.PlacementPolicySpec{
-		Confinement: v1alpha1.ConfinementPool,
-		Evidence:    v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}, MaxAge: &age},
-		ConfidentialComputing: &v1alpha1.ConfidentialComputingPolicy{TEETypes: []v1alpha1.TEEType{v1alpha1.TEESEVSNP},
-			AllowedMeasurements: []v1alpha1.Measurement{measurementOf(allowed)}, RequireAttestation: true, MaxAttestationAge: &age},
-	}}
-	binding := &v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: v1alpha1.TenantBindingSpec{
-		TenantID: id, Namespaces: []string{ns}, NodePool: "acme", EffectivePolicyRef: &v1alpha1.PolicyReference{Name: policy.Name}}}
+	const age = 8 * time.Second
+	policy := fixture.MakePlacementPolicy("kbs-"+id, v1alpha1.SourceAttested).MaxAge(age).
+		TEE(v1alpha1.TEESEVSNP).Measurements(measurementOf(allowed)).RequireAttestation(age).Obj()
+	binding := fixture.MakeTenantBinding(id, ns).Pool("acme").Policy(policy.Name).Obj()
 	for _, o := range []client.Object{sa, policy, binding} {
 		if err := k8s.Create(ctx, o); err != nil {
 			t.Fatal(err)
@@ -125,16 +121,15 @@ func kbsTenant(t *testing.T, id string) string {
 // false, as the controlled scheduler writes it.
 func boundPod(t *testing.T, ns, name, node, ip string, bound bool) *corev1.Pod {
 	t.Helper()
-	ann := map[string]string{}
+	b := fixture.MakePod(name, ns).NodeName(node).ServiceAccount("workload")
 	if bound {
 		nss, err := getState(t, node)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ann[guard.AnnotationBoundEvidence] = guard.BoundEvidence(string(nss.Spec.NodeUID), nss.Spec.Incarnation)
+		b.Annotation(guard.AnnotationBoundEvidence, guard.BoundEvidence(string(nss.Spec.NodeUID), nss.Spec.Incarnation))
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: ann},
-		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: "workload", Containers: []corev1.Container{{Name: "w", Image: "workload"}}}}
+	pod := b.Obj()
 	ctx := context.Background()
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
@@ -208,9 +203,7 @@ func testKeyRelease(t *testing.T) {
 	acme, globex := kbsTenant(t, "kbsacme"), kbsTenant(t, "kbsglobex")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: attesterNS, Name: "kbsacme-keys"},
 		Data: map[string][]byte{"model": []byte("the model key of acme")}}
-	krp := &v1alpha1.KeyReleasePolicy{ObjectMeta: metav1.ObjectMeta{Name: "kbsacme"}, Spec: v1alpha1.KeyReleasePolicySpec{
-		TenantID: "kbsacme", Keys: []v1alpha1.KeyRelease{{Resource: "acme/model/key",
-			SecretRef: v1alpha1.KeySecretReference{Name: secret.Name, Key: "model"}}}}}
+	krp := fixture.MakeKeyReleasePolicy("kbsacme").Key("acme/model/key", secret.Name, "model").Obj()
 	for _, o := range []client.Object{secret, krp} {
 		if err := k8s.Create(ctx, o); err != nil {
 			t.Fatal(err)

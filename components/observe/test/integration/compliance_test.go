@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
@@ -75,24 +76,16 @@ func TestIntegrationComplianceLabels(t *testing.T) {
 		return (&compliance.Labeller{Client: mgr.GetClient(), Evaluator: ev}).SetupWithManager(mgr, 2)
 	})
 	const exclusive, open, anywhere = "globex-exclusive", "initech-open", "hooli-anywhere"
-	nfdOnly := v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceNFD}}
-	short := nfdOnly
-	short.MaxAge = &metav1.Duration{Duration: 10 * time.Second}
 	create(t,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "globex-train"}},
-		&v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: exclusive}, Spec: v1alpha1.PlacementPolicySpec{Evidence: nfdOnly,
-			GPUSharing: &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}}}},
-		&v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: "globex"}, Spec: v1alpha1.TenantBindingSpec{
-			TenantID: "globex", Namespaces: []string{"globex-train"}, EffectivePolicyRef: &v1alpha1.PolicyReference{Name: exclusive}}},
-		&v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: open}, Spec: v1alpha1.PlacementPolicySpec{Evidence: short}},
+		fixture.MakeNamespace("globex-train").Obj(),
+		fixture.MakePlacementPolicy(exclusive, v1alpha1.SourceNFD).ForbidSharing(v1alpha1.SharingTimeSlicing).Obj(),
+		fixture.MakeTenantBinding("globex", "globex-train").Policy(exclusive).Obj(),
+		fixture.MakePlacementPolicy(open, v1alpha1.SourceNFD).MaxAge(10*time.Second).Obj(),
 		// The namespace does not exist yet: its pods, once it does, answer
 		// to the binding's policy.
-		&v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: "initech"}, Spec: v1alpha1.TenantBindingSpec{
-			TenantID: "initech", Namespaces: []string{"initech-batch"}, EffectivePolicyRef: &v1alpha1.PolicyReference{Name: open}}},
-		&v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: anywhere}, Spec: v1alpha1.PlacementPolicySpec{
-			Confinement: v1alpha1.ConfinementAny, Evidence: nfdOnly}},
-		&v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: "hooli"}, Spec: v1alpha1.TenantBindingSpec{
-			TenantID: "hooli", Namespaces: []string{"hooli-web"}, EffectivePolicyRef: &v1alpha1.PolicyReference{Name: anywhere}}},
+		fixture.MakeTenantBinding("initech", "initech-batch").Policy(open).Obj(),
+		fixture.MakePlacementPolicy(anywhere, v1alpha1.SourceNFD).Confinement(v1alpha1.ConfinementAny).Obj(),
+		fixture.MakeTenantBinding("hooli", "hooli-web").Policy(anywhere).Obj(),
 	)
 	gpu := func(pool, sharing string) map[string]string {
 		l := map[string]string{evidence.LabelGPUCount: "1", evidence.LabelGPUProduct: "NVIDIA-H100", evidence.LabelSharingStrategy: sharing}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/policyreport/v1alpha2"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
@@ -101,13 +102,10 @@ func TestIntegrationPolicyReports(t *testing.T) {
 
 	const ns = "pr-acme"
 	create(t,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{guard.LabelTenant: "pr-acme"}}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pr-open"}},
-		&v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: "pr-no-time-slicing"}, Spec: v1alpha1.PlacementPolicySpec{
-			Evidence:   v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceNFD}},
-			GPUSharing: &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}}}},
-		&v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: "pr-acme"}, Spec: v1alpha1.TenantBindingSpec{
-			TenantID: "pr-acme", Namespaces: []string{ns}, EffectivePolicyRef: &v1alpha1.PolicyReference{Name: "pr-no-time-slicing"}}},
+		fixture.MakeNamespace(ns).Tenant("pr-acme").Obj(),
+		fixture.MakeNamespace("pr-open").Obj(),
+		fixture.MakePlacementPolicy("pr-no-time-slicing", v1alpha1.SourceNFD).ForbidSharing(v1alpha1.SharingTimeSlicing).Obj(),
+		fixture.MakeTenantBinding("pr-acme", ns).Policy("pr-no-time-slicing").Obj(),
 	)
 	gpu := func(sharing string) map[string]string {
 		return map[string]string{guard.LabelTenantPool: "pr-acme", evidence.LabelGPUCount: "1", evidence.LabelSharingStrategy: sharing}
@@ -115,9 +113,7 @@ func TestIntegrationPolicyReports(t *testing.T) {
 	createNode(t, "pr-good", gpu("none"), "b1")
 	createNode(t, "pr-shared", gpu("time-slicing"), "b1")
 	pod := func(namespace, name, node string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-			Spec: corev1.PodSpec{SchedulerName: "volcano", NodeName: node,
-				Containers: []corev1.Container{{Name: "train", Image: "trainer"}}}}
+		return fixture.MakePod(name, namespace).Scheduler("volcano").NodeName(node).Obj()
 	}
 	create(t, pod(ns, "train-0", "pr-good"), pod(ns, "train-1", "pr-shared"), pod("pr-open", "web", "pr-good"))
 	stop := reportManager(t)

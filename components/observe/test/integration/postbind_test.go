@@ -15,10 +15,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
@@ -83,12 +83,9 @@ func TestIntegrationPostBindingAndDrift(t *testing.T) {
 		return r.SetupWithManager(ctx, mgr, 4)
 	})
 	create(t,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "runai-acme", Labels: map[string]string{guard.LabelTenant: "acme"}}},
-		&v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: "no-time-slicing"}, Spec: v1alpha1.PlacementPolicySpec{
-			Evidence:   v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceNFD}},
-			GPUSharing: &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}}}},
-		&v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: v1alpha1.TenantBindingSpec{
-			TenantID: "acme", Namespaces: []string{"runai-acme"}, EffectivePolicyRef: &v1alpha1.PolicyReference{Name: "no-time-slicing"}}},
+		fixture.MakeNamespace("runai-acme").Tenant("acme").Obj(),
+		fixture.MakePlacementPolicy("no-time-slicing", v1alpha1.SourceNFD).ForbidSharing(v1alpha1.SharingTimeSlicing).Obj(),
+		fixture.MakeTenantBinding("acme", "runai-acme").Policy("no-time-slicing").Obj(),
 	)
 	gpu := map[string]string{guard.LabelTenantPool: "acme", evidence.LabelGPUCount: "1", evidence.LabelGPUProduct: "NVIDIA-H100", evidence.LabelSharingStrategy: "none"}
 	createNode(t, "acme-good", gpu, "b1")
@@ -103,10 +100,7 @@ func TestIntegrationPostBindingAndDrift(t *testing.T) {
 		return nil
 	})
 	pod := func(name, node string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "runai-acme", Name: name},
-			Spec: corev1.PodSpec{SchedulerName: "runai-scheduler", NodeName: node,
-				Tolerations: []corev1.Toleration{{Key: guard.TaintTenantPool, Value: "acme", Effect: corev1.TaintEffectNoSchedule}},
-				Containers:  []corev1.Container{{Name: "train", Image: "trainer"}}}}
+		return fixture.MakePod(name, "runai-acme").Scheduler("runai-scheduler").NodeName(node).PoolToleration("acme").Obj()
 	}
 	create(t, pod("train-0", "acme-good"), pod("train-1", "acme-shared"))
 

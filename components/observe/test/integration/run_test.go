@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/observe/app"
@@ -64,8 +65,7 @@ func TestIntegrationRun(t *testing.T) {
 		return nil
 	})
 	// The status controller writes through the generated role.
-	create(t, &v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: "run-policy"}, Spec: v1alpha1.PlacementPolicySpec{
-		Evidence: v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceNFD}}}})
+	create(t, fixture.MakePlacementPolicy("run-policy", v1alpha1.SourceNFD).Obj())
 	eventually(t, 20*time.Second, func() error {
 		p := &v1alpha1.PlacementPolicy{}
 		if err := k8s.Get(ctx, client.ObjectKey{Name: "run-policy"}, p); err != nil {

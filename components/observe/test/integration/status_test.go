@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
@@ -65,10 +66,7 @@ func TestIntegrationStatus(t *testing.T) {
 		return (&status.Controller{Client: mgr.GetClient(), Evaluator: ev}).SetupWithManager(mgr, 2)
 	})
 	const policy, tenant, ns = "st-umbrella", "umbrella", "umbrella-train"
-	short := v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceNFD},
-		MaxAge: &metav1.Duration{Duration: 12 * time.Second}}
-	create(t, &v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: policy}, Spec: v1alpha1.PlacementPolicySpec{Evidence: short,
-		GPUSharing: &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}}}})
+	create(t, fixture.MakePlacementPolicy(policy, v1alpha1.SourceNFD).MaxAge(12*time.Second).ForbidSharing(v1alpha1.SharingTimeSlicing).Obj())
 	getPolicy := func() (*v1alpha1.PlacementPolicy, error) {
 		p := &v1alpha1.PlacementPolicy{}
 		return p, k8s.Get(ctx, client.ObjectKey{Name: policy}, p)
@@ -92,8 +90,7 @@ func TestIntegrationStatus(t *testing.T) {
 	})
 
 	t.Run("a binding whose namespace is missing says so; the policy counts it", func(t *testing.T) {
-		create(t, &v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: tenant}, Spec: v1alpha1.TenantBindingSpec{
-			TenantID: tenant, Namespaces: []string{ns}, EffectivePolicyRef: &v1alpha1.PolicyReference{Name: policy}}})
+		create(t, fixture.MakeTenantBinding(tenant, ns).Policy(policy).Obj())
 		eventually(t, 10*time.Second, func() error {
 			b, err := getBinding()
 			if err != nil {
@@ -119,7 +116,7 @@ func TestIntegrationStatus(t *testing.T) {
 	})
 
 	t.Run("the namespace created and nodes labelled into the pool make the binding Ready with its nodes", func(t *testing.T) {
-		create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		create(t, fixture.MakeNamespace(ns).Obj())
 		gpu := map[string]string{guard.LabelTenantPool: tenant, evidence.LabelGPUCount: "1", evidence.LabelSharingStrategy: "none",
 			evidence.LabelGFDTimestamp: strconv.FormatInt(time.Now().Unix(), 10)}
 		createNode(outer, "st-b", gpu, "b1")

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
@@ -51,8 +52,9 @@ func TestEvidenceChanged(t *testing.T) {
 // TestWake checks which pending pods each kind of change wakes.
 func TestWake(t *testing.T) {
 	w := acmeWorld()
-	w.namespaces = append(w.namespaces, namespace("annotated", map[string]string{guard.LabelTenant: globex},
-		map[string]string{guard.AnnotationPolicy: "strict"}))
+	annotated := fixture.MakeNamespace("annotated").Tenant(globex).Obj()
+	annotated.Annotations = map[string]string{guard.AnnotationPolicy: "strict"}
+	w.namespaces = append(w.namespaces, annotated)
 	bound := pod(acmeNS, "running")
 	bound.Spec.NodeName = "a1"
 	other := pod(acmeNS, "other-scheduler")
@@ -112,15 +114,15 @@ func TestWake(t *testing.T) {
 	}, {
 		name: "namespace gets a tenant",
 		event: func(a *activator) {
-			o := namespace(plain, nil, nil)
-			a.namespaceHandler().OnUpdate(o, tenantNS(plain, acme))
+			o := fixture.MakeNamespace(plain).Obj()
+			a.namespaceHandler().OnUpdate(o, fixture.MakeNamespace(plain).Tenant(acme).Obj())
 		},
 		want: []string{"default/web"},
 	}, {
 		name: "namespace changes otherwise",
 		event: func(a *activator) {
-			o := namespace(plain, nil, nil)
-			a.namespaceHandler().OnUpdate(o, namespace(plain, map[string]string{"team": "web"}, nil))
+			o := fixture.MakeNamespace(plain).Obj()
+			a.namespaceHandler().OnUpdate(o, fixture.MakeNamespace(plain).Label("team", "web").Obj())
 		},
 	}}
 	for _, tc := range cases {

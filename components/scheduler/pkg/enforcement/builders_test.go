@@ -2,9 +2,9 @@ package enforcement
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
@@ -17,54 +17,26 @@ const (
 	plain  = "default"
 )
 
-func namespace(name string, labels, annotations map[string]string) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
-}
-
-func tenantNS(name, tenant string) *corev1.Namespace {
-	return namespace(name, map[string]string{guard.LabelTenant: tenant}, nil)
+// roomyNode is a node with room for pods, of UID <name>-uid.
+func roomyNode(name string) *fixture.NodeWrapper {
+	return fixture.MakeNode(name).UID(types.UID(name+"-uid")).Capacity(corev1.ResourceCPU, "8").Capacity(corev1.ResourcePods, "110")
 }
 
 // node is a node in no pool, with room for pods.
-func node(name string) *corev1.Node {
-	return st.MakeNode().Name(name).UID(name + "-uid").Capacity(map[corev1.ResourceName]string{"cpu": "8", "pods": "110"}).Obj()
-}
+func node(name string) *corev1.Node { return roomyNode(name).Obj() }
 
 // poolNode is a node of a pool, labelled and tainted as the product says.
-func poolNode(name, pool string) *corev1.Node {
-	n := node(name)
-	n.Labels = map[string]string{guard.LabelTenantPool: pool, corev1.LabelHostname: name}
-	n.Spec.Taints = []corev1.Taint{{Key: guard.TaintTenantPool, Value: pool, Effect: corev1.TaintEffectNoSchedule}}
-	return n
-}
-
-func tenantBinding(tenant string, namespaces []string, policy string) *v1alpha1.TenantBinding {
-	b := &v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: tenant, Generation: 1},
-		Spec: v1alpha1.TenantBindingSpec{TenantID: tenant, Namespaces: namespaces}}
-	if policy != "" {
-		b.Spec.EffectivePolicyRef = &v1alpha1.PolicyReference{Name: policy}
-	}
-	return b
-}
-
-// placementPolicy accepts attested evidence and forbids time-slicing.
-func placementPolicy(name string, confinement v1alpha1.Confinement) *v1alpha1.PlacementPolicy {
-	return &v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
-		Spec: v1alpha1.PlacementPolicySpec{Confinement: confinement,
-			Evidence:   v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}},
-			GPUSharing: &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}}}}
-}
+func poolNode(name, pool string) *corev1.Node { return roomyNode(name).Pool(pool).Obj() }
 
 // nodeState is complete, attested, fresh evidence of one exclusive GPU.
 func nodeState(n *corev1.Node, incarnation string) *v1alpha1.NodeSecurityState {
-	return &v1alpha1.NodeSecurityState{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Generation: 1},
-		Spec: v1alpha1.NodeSecurityStateSpec{NodeUID: n.UID, Incarnation: incarnation, ObservedAt: metav1.Now(),
-			Source: v1alpha1.SourceAttested, Complete: true,
-			Devices: []v1alpha1.GPUDevice{{ID: "gpu-0", SharingMode: v1alpha1.SharingExclusive}}}}
+	return fixture.MakeNodeSecurityState(n.Name, n.UID, v1alpha1.SourceAttested).Incarnation(incarnation).
+		Device(v1alpha1.GPUDevice{ID: "gpu-0", SharingMode: v1alpha1.SharingExclusive}).Obj()
 }
 
+// pod is a pod for xila-guard-scheduler, of UID <ns>-<name>.
 func pod(ns, name string) *corev1.Pod {
-	return st.MakePod().Namespace(ns).Name(name).UID(ns + "-" + name).SchedulerName(guard.SchedulerName).Obj()
+	return fixture.MakePod(name, ns).UID(types.UID(ns + "-" + name)).Scheduler(guard.SchedulerName).Obj()
 }
 
 // acmeWorld is two nodes of acme's pool, one of globex's and one in no
@@ -72,11 +44,15 @@ func pod(ns, name string) *corev1.Pod {
 // policy strict (confinement Pool), and a plain namespace.
 func acmeWorld() world {
 	a1, a2, g1, free := poolNode("a1", acme), poolNode("a2", acme), poolNode("g1", globex), node("free")
+	binding := fixture.MakeTenantBinding(acme, acmeNS).Policy("strict").Obj()
+	strict := fixture.MakePlacementPolicy("strict", v1alpha1.SourceAttested).ForbidSharing(v1alpha1.SharingTimeSlicing).Obj()
+	// As the API server would have them; the activator compares generations.
+	binding.Generation, strict.Generation = 1, 1
 	return world{
-		namespaces: []*corev1.Namespace{tenantNS(acmeNS, acme), namespace(plain, nil, nil)},
+		namespaces: []*corev1.Namespace{fixture.MakeNamespace(acmeNS).Tenant(acme).Obj(), fixture.MakeNamespace(plain).Obj()},
 		nodes:      []*corev1.Node{a1, a2, g1, free},
-		bindings:   []*v1alpha1.TenantBinding{tenantBinding(acme, []string{acmeNS}, "strict")},
-		policies:   []*v1alpha1.PlacementPolicy{placementPolicy("strict", v1alpha1.ConfinementPool)},
+		bindings:   []*v1alpha1.TenantBinding{binding},
+		policies:   []*v1alpha1.PlacementPolicy{strict},
 		states:     []*v1alpha1.NodeSecurityState{nodeState(a1, "boot-1"), nodeState(a2, "boot-1"), nodeState(g1, "boot-1")},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
@@ -177,13 +178,13 @@ func TestConditionTable(t *testing.T) {
 	}, {
 		name: "identity unresolved: two bindings list the namespace",
 		world: func(w *world) {
-			w.bindings = append(w.bindings, tenantBinding(globex, []string{acmeNS}, "strict"))
+			w.bindings = append(w.bindings, fixture.MakeTenantBinding(globex, acmeNS).Policy("strict").Obj())
 		},
 		pod: pod(acmeNS, "train"), preFilter: want{never, "(indeterminate): TENANT_UNRESOLVED"}, calls: 1,
 	}, {
 		name: "identity unresolved: label contradicts the binding",
 		world: func(w *world) {
-			w.namespaces = append(w.namespaces, tenantNS("shared", globex))
+			w.namespaces = append(w.namespaces, fixture.MakeNamespace("shared").Tenant(globex).Obj())
 			w.bindings[0].Spec.Namespaces = append(w.bindings[0].Spec.Namespaces, "shared")
 		},
 		pod: pod("shared", "train"), preFilter: want{never, "labelled guard.xila.us/tenant=globex but listed by the TenantBinding of tenant acme"}, calls: 1,
@@ -279,15 +280,15 @@ func TestConditionTable(t *testing.T) {
 		name: "PreBind: the namespace changed tenant",
 		pod:  pod(acmeNS, "train"), bindTo: "a1",
 		between: func(h *harness) {
-			must(h.t, h.pl.caches.bindings.Update(tenantBinding(globex, []string{acmeNS}, "strict")))
-			must(h.t, h.pl.caches.bindings.Delete(tenantBinding(acme, nil, "")))
+			must(h.t, h.pl.caches.bindings.Update(fixture.MakeTenantBinding(globex, acmeNS).Policy("strict").Obj()))
+			must(h.t, h.pl.caches.bindings.Delete(fixture.MakeTenantBinding(acme).Obj()))
 		},
 		bind: want{never, "TENANT_UNRESOLVED: the tenant or pool of namespace acme-ml changed after the pod was judged"}, calls: 1,
 	}, {
 		name: "PreBind: policy deleted since Filter",
 		pod:  pod(acmeNS, "train"), bindTo: "a1",
 		between: func(h *harness) {
-			h.guard.remove(placementPolicy("strict", ""))
+			h.guard.remove(fixture.MakePlacementPolicy("strict").Obj())
 		},
 		bind: want{never, "(indeterminate): NO_POLICY"}, calls: 2,
 	}, {

@@ -29,7 +29,7 @@ func testBoundEvidence(t *testing.T) {
 	rebooted.incarnation = "boot-42"
 	setEvidence(t, node, rebooted)
 
-	p := newPod(t, tn.namespace)
+	p := newPod(t, pod(tn.namespace))
 	if got := waitBound(t, p); got != node.Name {
 		t.Fatalf("bound to %s, want %s", got, node.Name)
 	}
@@ -46,7 +46,7 @@ func testBoundEvidence(t *testing.T) {
 	if err := k8s.Update(ctx, &policy); err != nil {
 		t.Fatal(err)
 	}
-	unguarded := newPod(t, tn.namespace, pinnedTo(free.Name))
+	unguarded := newPod(t, pod(tn.namespace).PinnedTo(free.Name))
 	if got := waitBound(t, unguarded); got != free.Name {
 		t.Fatalf("bound to %s, want %s", got, free.Name)
 	}

@@ -10,32 +10,28 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 )
 
-// migrationTarget makes a pod the way KubeVirt's controller makes a
+// migrationTarget makes p the way KubeVirt's controller makes a
 // migration's target pod for the VMI whose launcher carries createdBy:
 // labelled with the migration's UID, the migration's addedNodeSelector
 // (the tenant's pool) as its node selector, and kept off the source
 // launcher's node by pod anti-affinity.
-func migrationTarget(pool, createdBy string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		p.Labels = map[string]string{"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": createdBy,
-			"kubevirt.io/migrationJobUID": rand.String(8)}
-		p.Spec.NodeSelector = map[string]string{guard.LabelTenantPool: pool}
-		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io/created-by": createdBy}},
-				TopologyKey:   corev1.LabelHostname,
-			}}}}
-	}
+func migrationTarget(p *fixture.PodWrapper, pool, createdBy string) *fixture.PodWrapper {
+	launcher(p, createdBy).Label("kubevirt.io/migrationJobUID", rand.String(8)).NodeSelector(guard.LabelTenantPool, pool)
+	p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io/created-by": createdBy}},
+			TopologyKey:   corev1.LabelHostname,
+		}}}}
+	return p
 }
 
-// launcher makes the source launcher pod of a VMI.
-func launcher(createdBy string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		p.Labels = map[string]string{"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": createdBy}
-	}
+// launcher makes p the source launcher pod of a VMI.
+func launcher(p *fixture.PodWrapper, createdBy string) *fixture.PodWrapper {
+	return p.Label("kubevirt.io", "virt-launcher").Label("kubevirt.io/created-by", createdBy)
 }
 
 // TestIntegrationMigrationTarget: the target pod of a migration of a
@@ -61,13 +57,13 @@ func TestIntegrationMigrationTarget(t *testing.T) {
 		setEvidence(t, foreign, attested)
 
 		vmi := "vmi-" + rand.String(6)
-		src := newPod(t, tn.namespace, launcher(vmi), pinnedTo(source.Name))
+		src := newPod(t, launcher(pod(tn.namespace), vmi).PinnedTo(source.Name))
 		if got := waitBound(t, src); got != source.Name {
 			t.Fatalf("source launcher bound to %s, want %s", got, source.Name)
 		}
 		// One target per migration: a second one would be kept off the
 		// first by the same anti-affinity.
-		p := newPod(t, tn.namespace, migrationTarget(tn.id, vmi))
+		p := newPod(t, migrationTarget(pod(tn.namespace), tn.id, vmi))
 		if got := waitBound(t, p); got != fresh.Name {
 			t.Fatalf("target pod bound to %s, want the fresh node of its pool %s (source %s, stale %s, other pool %s)",
 				got, fresh.Name, source.Name, stale.Name, foreign.Name)
@@ -86,10 +82,10 @@ func TestIntegrationMigrationTarget(t *testing.T) {
 		setEvidence(t, foreign, attested)
 
 		vmi := "vmi-" + rand.String(6)
-		if got := waitBound(t, newPod(t, tn.namespace, launcher(vmi), pinnedTo(source.Name))); got != source.Name {
+		if got := waitBound(t, newPod(t, launcher(pod(tn.namespace), vmi).PinnedTo(source.Name))); got != source.Name {
 			t.Fatalf("source launcher bound to %s, want %s", got, source.Name)
 		}
-		p := newPod(t, tn.namespace, migrationTarget(tn.id, vmi))
+		p := newPod(t, migrationTarget(pod(tn.namespace), tn.id, vmi))
 		waitRefused(t, p, "EVIDENCE_STALE")
 		stayPending(t, p, 2*time.Second)
 

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
@@ -24,7 +25,7 @@ func TestIntegrationProfiles(t *testing.T) {
 		startScheduler(t, pluginArgs{})
 		tn := newTenant(t)
 		setEvidence(t, newNode(t, tn.id), mock)
-		p := newPod(t, tn.namespace)
+		p := newPod(t, pod(tn.namespace))
 		waitRefused(t, p, "SOURCE_NOT_ACCEPTED", "production profile")
 	})
 	t.Run("lab schedules only to the compliant node", func(t *testing.T) {
@@ -35,11 +36,11 @@ func TestIntegrationProfiles(t *testing.T) {
 		setEvidence(t, sliced, timeSliced)
 		newNode(t, "")
 		for range 4 {
-			if got := waitBound(t, newPod(t, tn.namespace)); got != good.Name {
+			if got := waitBound(t, newPod(t, pod(tn.namespace))); got != good.Name {
 				t.Fatalf("bound to %s, want %s", got, good.Name)
 			}
 		}
-		p := newPod(t, tn.namespace, pinnedTo(sliced.Name))
+		p := newPod(t, pod(tn.namespace).PinnedTo(sliced.Name))
 		waitRefused(t, p, "TIME_SLICING_FORBIDDEN")
 	})
 }
@@ -52,25 +53,23 @@ func TestIntegrationPoolIsolation(t *testing.T) {
 	acmeNode, globexNode, free := newNode(t, acme.id), newNode(t, globex.id), newNode(t, "")
 	setEvidence(t, acmeNode, attested)
 	setEvidence(t, globexNode, attested)
-	create(t, &corev1.Namespace{ObjectMeta: objectMeta("plain-" + acme.id)})
+	create(t, fixture.MakeNamespace("plain-"+acme.id).Obj())
 
-	if got := waitBound(t, newPod(t, acme.namespace)); got != acmeNode.Name {
+	if got := waitBound(t, newPod(t, pod(acme.namespace))); got != acmeNode.Name {
 		t.Errorf("acme's pod bound to %s, want its pool node %s", got, acmeNode.Name)
 	}
-	if got := waitBound(t, newPod(t, globex.namespace)); got != globexNode.Name {
+	if got := waitBound(t, newPod(t, pod(globex.namespace))); got != globexNode.Name {
 		t.Errorf("globex's pod bound to %s, want its pool node %s", got, globexNode.Name)
 	}
 	for i := range 3 {
-		if got := waitBound(t, newPod(t, "plain-"+acme.id)); got != free.Name {
+		if got := waitBound(t, newPod(t, pod("plain-"+acme.id))); got != free.Name {
 			t.Errorf("plain pod %d bound to %s, want the node in no pool %s", i, got, free.Name)
 		}
 	}
-	tolerateAll := func(p *corev1.Pod) {
-		p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
-	}
-	sneaky := newPod(t, "plain-"+acme.id, tolerateAll, pinnedTo(acmeNode.Name))
+	tolerateAll := corev1.Toleration{Operator: corev1.TolerationOpExists}
+	sneaky := newPod(t, pod("plain-"+acme.id).Toleration(tolerateAll).PinnedTo(acmeNode.Name))
 	waitRefused(t, sneaky, "TENANT_MISMATCH", "belongs to no tenant")
-	intruder := newPod(t, globex.namespace, tolerateAll, pinnedTo(acmeNode.Name))
+	intruder := newPod(t, pod(globex.namespace).Toleration(tolerateAll).PinnedTo(acmeNode.Name))
 	waitRefused(t, intruder, "didn't satisfy plugin(s) [XilaGuardEnforcement]")
 }
 
@@ -83,7 +82,7 @@ func TestIntegrationEvidenceChangeWakesPod(t *testing.T) {
 	sliced := attested
 	sliced.sharing = v1alpha1.SharingTimeSlicing
 	setEvidence(t, node, sliced)
-	p := newPod(t, tn.namespace)
+	p := newPod(t, pod(tn.namespace))
 	// PostFilter names the refused node after the scheduler's summary.
 	waitRefused(t, p, "TIME_SLICING_FORBIDDEN", "Xila Guard refused TIME_SLICING_FORBIDDEN: "+node.Name)
 

@@ -102,7 +102,7 @@ func TestIntegrationFilterPreBindRace(t *testing.T) {
 	t.Run("incarnation changes", func(t *testing.T) {
 		node := newNode(t, tn.id)
 		setEvidence(t, node, attested)
-		p := newPod(t, tn.namespace, pinnedTo(node.Name))
+		p := newPod(t, pod(tn.namespace).PinnedTo(node.Name))
 		h := hold(t, p)
 		rebooted := attested
 		rebooted.incarnation = "boot-2"
@@ -120,7 +120,7 @@ func TestIntegrationFilterPreBindRace(t *testing.T) {
 	t.Run("evidence turns bad", func(t *testing.T) {
 		node := newNode(t, tn.id)
 		setEvidence(t, node, attested)
-		p := newPod(t, tn.namespace, pinnedTo(node.Name))
+		p := newPod(t, pod(tn.namespace).PinnedTo(node.Name))
 		h := hold(t, p)
 		sliced := attested
 		sliced.sharing = v1alpha1.SharingTimeSlicing
@@ -132,7 +132,7 @@ func TestIntegrationFilterPreBindRace(t *testing.T) {
 	t.Run("node replaced", func(t *testing.T) {
 		node := newNode(t, tn.id)
 		setEvidence(t, node, attested)
-		p := newPod(t, tn.namespace, pinnedTo(node.Name))
+		p := newPod(t, pod(tn.namespace).PinnedTo(node.Name))
 		h := hold(t, p)
 		ctx := context.Background()
 		if err := kube.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}); err != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
@@ -33,19 +34,9 @@ func newTenant(t *testing.T) tenant {
 	t.Helper()
 	id := "t-" + rand.String(6)
 	tn := tenant{id: id, namespace: id + "-ml", policy: id + "-policy"}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tn.namespace, Labels: map[string]string{guard.LabelTenant: id}}}
-	policy := &v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: tn.policy},
-		Spec: v1alpha1.PlacementPolicySpec{
-			Confinement: v1alpha1.ConfinementPool,
-			Evidence:    v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}},
-			GPUSharing:  &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}},
-		}}
-	binding := &v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: id},
-		Spec: v1alpha1.TenantBindingSpec{TenantID: id, Namespaces: []string{tn.namespace},
-			EffectivePolicyRef: &v1alpha1.PolicyReference{Name: tn.policy}}}
-	create(t, ns)
-	create(t, policy)
-	create(t, binding)
+	create(t, fixture.MakeNamespace(tn.namespace).Tenant(id).Obj())
+	create(t, fixture.MakePlacementPolicy(tn.policy, v1alpha1.SourceAttested).ForbidSharing(v1alpha1.SharingTimeSlicing).Obj())
+	create(t, fixture.MakeTenantBinding(id, tn.namespace).Policy(tn.policy).Obj())
 	return tn
 }
 
@@ -53,12 +44,11 @@ func newTenant(t *testing.T) tenant {
 // and tainted as a member of that pool.
 func newNode(t *testing.T, pool string) *corev1.Node {
 	t.Helper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-" + rand.String(6), Labels: map[string]string{}}}
+	b := fixture.MakeNode("n-" + rand.String(6))
 	if pool != "" {
-		n.Labels[guard.LabelTenantPool] = pool
-		n.Spec.Taints = []corev1.Taint{{Key: guard.TaintTenantPool, Value: pool, Effect: corev1.TaintEffectNoSchedule}}
+		b.Pool(pool)
 	}
-	n.Labels[corev1.LabelHostname] = n.Name
+	n := b.Obj()
 	t.Cleanup(func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
 	return createReadyNode(t, n)
 }
@@ -102,20 +92,20 @@ var attested = evidence{source: v1alpha1.SourceAttested, sharing: v1alpha1.Shari
 func setEvidence(t *testing.T, n *corev1.Node, e evidence) {
 	t.Helper()
 	ctx := context.Background()
-	if e.observedAt.IsZero() {
-		e.observedAt = time.Now()
+	b := fixture.MakeNodeSecurityState(n.Name, n.UID, e.source).Incarnation(e.incarnation).GPU("gpu-0", e.sharing)
+	if !e.observedAt.IsZero() {
+		b.ObservedAt(e.observedAt)
 	}
-	want := v1alpha1.NodeSecurityStateSpec{NodeUID: n.UID, Incarnation: e.incarnation, ObservedAt: metav1.NewTime(e.observedAt),
-		Source: e.source, Complete: true,
-		Devices: []v1alpha1.GPUDevice{{ID: "gpu-0", Vendor: "nvidia", SharingMode: e.sharing}}}
+	want := b.Obj()
+	want.Labels = n.Labels
 	var nss v1alpha1.NodeSecurityState
 	err := k8s.Get(ctx, client.ObjectKey{Name: n.Name}, &nss)
 	switch {
 	case err == nil:
-		nss.Spec = want
+		nss.Spec = want.Spec
 		err = k8s.Update(ctx, &nss)
 	case client.IgnoreNotFound(err) == nil:
-		nss = v1alpha1.NodeSecurityState{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}, Spec: want}
+		nss = *want
 		err = k8s.Create(ctx, &nss)
 	}
 	if err != nil {
@@ -124,36 +114,25 @@ func setEvidence(t *testing.T, n *corev1.Node, e evidence) {
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), &nss) })
 }
 
-// newPod creates a pod for xila-guard-scheduler; adjust changes it first.
-func newPod(t *testing.T, namespace string, adjust ...func(*corev1.Pod)) *corev1.Pod {
+// pod starts a pod of a fresh name in namespace for xila-guard-scheduler,
+// asking for a little CPU.
+func pod(namespace string) *fixture.PodWrapper {
+	return fixture.MakePod("p-"+rand.String(6), namespace).Scheduler(guard.SchedulerName).Limit(corev1.ResourceCPU, "100m")
+}
+
+// newPod creates the pod and deletes it when the test ends.
+func newPod(t *testing.T, b *fixture.PodWrapper) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p-" + rand.String(6), Namespace: namespace},
-		Spec: corev1.PodSpec{SchedulerName: guard.SchedulerName, Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/none",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
-	}
-	for _, a := range adjust {
-		a(p)
-	}
-	created, err := kube.CoreV1().Pods(namespace).Create(context.Background(), p, metav1.CreateOptions{})
+	p := b.Obj()
+	created, err := kube.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		zero := int64(0)
-		_ = kube.CoreV1().Pods(namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		_ = kube.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	})
 	return created
-}
-
-// pinnedTo keeps a pod to one node by required node affinity.
-func pinnedTo(node string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
-			}}}}}
-	}
 }
 
 // waitBound waits for the pod to be bound and returns its node.
@@ -239,5 +218,3 @@ func containsAll(s string, fragments []string) bool {
 	}
 	return true
 }
-
-func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }

@@ -70,7 +70,7 @@ func testPodAddresses(t *testing.T) {
 	if _, err := kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("giving %s its pod range: %v", node, err)
 	}
-	p, err := kube.CoreV1().Pods(tenantNS).Create(ctx, pod(tenantNS), metav1.CreateOptions{})
+	p, err := kube.CoreV1().Pods(tenantNS).Create(ctx, pod(tenantNS).Obj(), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func testPodAddresses(t *testing.T) {
 		last = setIPs("10.244.6.9")
 		return last != nil, nil
 	})
-	expect(t, "the kubelet gives its tenant pod another node's pod's address", last, string(guard.ReasonPodAddressOutsideNode))
+	expect(t, "the kubelet gives its tenant pod another node's pod's address", last, guard.ReasonPodAddressOutsideNode)
 	expect(t, "the kubelet gives its tenant pod an address of its range", setIPs("10.244.5.9"), "")
 	cur, err := kube.CoreV1().Pods(tenantNS).Get(ctx, p.Name, metav1.GetOptions{})
 	if err != nil {

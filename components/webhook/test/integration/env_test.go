@@ -17,7 +17,6 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/testcert"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
@@ -173,7 +173,7 @@ func createConfig(t *testing.T, cfg *admissionregistrationv1.ValidatingWebhookCo
 func waitEnforced(t *testing.T, ns string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Pods(ns).Create(ctx, pod(ns, privileged), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := kube.CoreV1().Pods(ns).Create(ctx, pod(ns).Privileged().Obj(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "xila-guard"), nil
 	})
 	if err != nil {
@@ -183,24 +183,9 @@ func waitEnforced(t *testing.T, ns string) {
 
 var podSeq atomic.Int64
 
-// pod returns a pod for xila-guard-scheduler with the given changes.
-func pod(ns string, mods ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", podSeq.Add(1)), Namespace: ns},
-		Spec: corev1.PodSpec{
-			SchedulerName: "xila-guard-scheduler",
-			Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
-		},
-	}
-	for _, m := range mods {
-		m(p)
-	}
-	return p
-}
-
-func privileged(p *corev1.Pod) {
-	t := true
-	p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &t}
+// pod starts a pod of a fresh name in ns for xila-guard-scheduler.
+func pod(ns string) *fixture.PodWrapper {
+	return fixture.MakePod(fmt.Sprintf("p-%d", podSeq.Add(1)), ns).Scheduler(guard.SchedulerName)
 }
 
 // as returns a client that impersonates user (with full rights, so that

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
@@ -102,46 +103,36 @@ func fixtures(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	policy := &v1alpha1.PlacementPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyName},
-		Spec: v1alpha1.PlacementPolicySpec{
-			Confinement: v1alpha1.ConfinementPool,
-			Evidence:    v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}},
-			GPUSharing:  &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}},
-		}}
+	policy := fixture.MakePlacementPolicy(policyName, v1alpha1.SourceAttested).ForbidSharing(v1alpha1.SharingTimeSlicing).Obj()
 	if err := gc.Post().Resource("placementpolicies").Body(policy).Do(ctx).Error(); err != nil {
 		return fmt.Errorf("creating the policy: %w", err)
 	}
-	binding := &v1alpha1.TenantBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "acme"},
-		Spec: v1alpha1.TenantBindingSpec{TenantID: "acme", Namespaces: []string{tenantNS, faultsNS},
-			EffectivePolicyRef: &v1alpha1.PolicyReference{Name: policyName}},
-	}
-	ghost := &v1alpha1.TenantBinding{ObjectMeta: metav1.ObjectMeta{Name: "ghost"},
-		Spec: v1alpha1.TenantBindingSpec{TenantID: "ghost", Namespaces: []string{noPolicyNS}}}
+	binding := fixture.MakeTenantBinding("acme", tenantNS, faultsNS).Policy(policyName).Obj()
+	ghost := fixture.MakeTenantBinding("ghost", noPolicyNS).NoPolicy().Obj()
 	for _, b := range []*v1alpha1.TenantBinding{binding, ghost} {
 		if err := gc.Post().Resource("tenantbindings").Body(b).Do(ctx).Error(); err != nil {
 			return fmt.Errorf("creating the binding %s: %w", b.Name, err)
 		}
 	}
-	for name, labels := range map[string]map[string]string{
-		tenantNS:   nil,
-		faultsNS:   {guard.LabelTenant: "acme"},
-		plainNS:    nil,
-		noPolicyNS: {guard.LabelTenant: "ghost"},
-		forgedNS:   {guard.LabelTenant: "acme"},
+	for _, ns := range []*corev1.Namespace{
+		fixture.MakeNamespace(tenantNS).Obj(),
+		fixture.MakeNamespace(faultsNS).Tenant("acme").Obj(),
+		fixture.MakeNamespace(plainNS).Obj(),
+		fixture.MakeNamespace(noPolicyNS).Tenant("ghost").Obj(),
+		fixture.MakeNamespace(forgedNS).Tenant("acme").Obj(),
 	} {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			return err
 		}
 	}
-	for name, labels := range map[string]map[string]string{poolNode: {guard.LabelTenantPool: "acme"}, plainNode: nil} {
-		n, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
+	// gpu-1 carries the pool label without the pool taint.
+	for _, node := range []*corev1.Node{fixture.MakeNode(poolNode).Label(guard.LabelTenantPool, "acme").Obj(), fixture.MakeNode(plainNode).Obj()} {
+		n, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
-		if name == poolNode {
-			if err := createState(ctx, gc, name, n.UID, v1alpha1.SharingExclusive); err != nil {
+		if n.Name == poolNode {
+			if err := createState(ctx, gc, n.Name, n.UID, v1alpha1.SharingExclusive); err != nil {
 				return err
 			}
 		}
@@ -152,10 +143,8 @@ func fixtures(ctx context.Context) error {
 // createState writes fresh attested evidence of one GPU shared as mode
 // for the node, naming the node UID uid.
 func createState(ctx context.Context, gc rest.Interface, node string, uid types.UID, mode v1alpha1.GPUSharingMode) error {
-	nss := &v1alpha1.NodeSecurityState{ObjectMeta: metav1.ObjectMeta{Name: node},
-		Spec: v1alpha1.NodeSecurityStateSpec{NodeUID: uid, Incarnation: "i1", ObservedAt: metav1.Now(),
-			Source: v1alpha1.SourceAttested, Complete: true,
-			Devices: []v1alpha1.GPUDevice{{ID: "0", Vendor: "nvidia", Model: "H100", SharingMode: mode}}}}
+	nss := fixture.MakeNodeSecurityState(node, uid, v1alpha1.SourceAttested).Incarnation("i1").
+		Device(v1alpha1.GPUDevice{ID: "0", Vendor: "nvidia", Model: "H100", SharingMode: mode}).Obj()
 	_ = gc.Delete().Resource("nodesecuritystates").Name(node).Do(ctx).Error()
 	if err := gc.Post().Resource("nodesecuritystates").Body(nss).Do(ctx).Error(); err != nil {
 		return fmt.Errorf("creating the state of node %s: %w", node, err)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
@@ -208,17 +209,17 @@ func testMigrations(t *testing.T) {
 		t.Fatalf("creating the VMI: %v", err)
 	}
 
-	outside := string(guard.ReasonMigrationOutsidePool)
+	outside := guard.ReasonMigrationOutsidePool
 	for _, tc := range []struct {
 		name string
 		ns   string
 		sel  map[string]any
-		want string
+		want guard.Reason
 	}{
 		{"without a target constraint", ns, nil, outside},
 		{"constrained to a host only", ns, map[string]any{corev1.LabelHostname: poolNode}, outside},
 		{"constrained to another tenant's pool", ns, map[string]any{guard.LabelTenantPool: "beta"}, outside},
-		{"in a namespace labelled for a tenant that no binding lists", forgedNS, map[string]any{guard.LabelTenantPool: "acme"}, string(guard.ReasonTenantUnresolved)},
+		{"in a namespace labelled for a tenant that no binding lists", forgedNS, map[string]any{guard.LabelTenantPool: "acme"}, guard.ReasonTenantUnresolved},
 	} {
 		// The tenant's user has no rights in the forged namespace: an
 		// administrator tries there, and the webhook refuses anyway.
@@ -253,22 +254,14 @@ func testMigrations(t *testing.T) {
 	// the migration's addedNodeSelector.
 	controller := kubevirtController.kube(t).CoreV1().Pods(ns)
 	target := func(name, scheduler string) *corev1.Pod {
-		yes := true
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-				Labels: map[string]string{"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": string(vmi.GetUID()),
-					migrationJobUIDLabel: string(mig.GetUID())},
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance",
-					Name: vmi.GetName(), UID: vmi.GetUID(), Controller: &yes, BlockOwnerDeletion: &yes}}},
-			Spec: corev1.PodSpec{
-				SchedulerName: scheduler,
-				NodeSelector:  map[string]string{guard.LabelTenantPool: "acme", "kubevirt.io/schedulable": "true"},
-				Containers:    []corev1.Container{{Name: "compute", Image: "quay.io/kubevirt/virt-launcher:v1.7.0"}},
-			},
-		}
+		return fixture.MakePod(name, ns).Scheduler(scheduler).Image("quay.io/kubevirt/virt-launcher:v1.7.0", "").
+			Label("kubevirt.io", "virt-launcher").Label("kubevirt.io/created-by", string(vmi.GetUID())).
+			Label(migrationJobUIDLabel, string(mig.GetUID())).
+			ControlledBy("kubevirt.io/v1", "VirtualMachineInstance", vmi.GetName(), vmi.GetUID()).
+			NodeSelector(guard.LabelTenantPool, "acme").NodeSelector("kubevirt.io/schedulable", "true").Obj()
 	}
 	_, err = controller.Create(ctx, target("virt-launcher-vm-1-dflt", corev1.DefaultSchedulerName), metav1.CreateOptions{})
-	expect(t, "target pod for the default scheduler", err, string(guard.ReasonSchedulerNotAllowed))
+	expect(t, "target pod for the default scheduler", err, guard.ReasonSchedulerNotAllowed)
 	tp, err := controller.Create(ctx, target("virt-launcher-vm-1-xgs", guard.SchedulerName), metav1.CreateOptions{})
 	expect(t, "target pod for the controlled scheduler", err, "")
 	if err != nil {
@@ -281,15 +274,18 @@ func testMigrations(t *testing.T) {
 	beta := poolNodeWith(t, "mig-beta", "beta", v1alpha1.SharingExclusive)
 	stale := poolNodeWith(t, "mig-stale", "acme", v1alpha1.SharingExclusive)
 	setStaleState(t, stale)
-	for _, tc := range []struct{ name, user, node, want string }{
-		{"by KubeVirt's controller", kubevirtController.user, poolNode, string(guard.ReasonBindingNotAllowed)},
-		{"to another tenant's pool node", scheduler, beta, string(guard.ReasonTenantMismatch)},
-		{"to a node of its pool with stale evidence", scheduler, stale, string(guard.ReasonEvidenceStale)},
+	for _, tc := range []struct {
+		name, user, node string
+		want             guard.Reason
+	}{
+		{"by KubeVirt's controller", kubevirtController.user, poolNode, guard.ReasonBindingNotAllowed},
+		{"to another tenant's pool node", scheduler, beta, guard.ReasonTenantMismatch},
+		{"to a node of its pool with stale evidence", scheduler, stale, guard.ReasonEvidenceStale},
 	} {
 		var err error
 		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			err = bind(t, tc.user, ns, tp.Name, tc.node)
-			return err == nil || strings.Contains(err.Error(), tc.want), nil
+			return err == nil || fixture.RefusedWith(err, tc.want) == nil, nil
 		})
 		expect(t, "binding the target pod "+tc.name, err, tc.want)
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 )
 
@@ -53,11 +54,11 @@ func TestIntegrationWithoutPolicyRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	sel := map[string]string{"xila-guard-test": "rbac"}
-	for name, labels := range map[string]map[string]string{
-		"acme-rbac": {"xila-guard-test": "rbac", guard.LabelTenant: "acme"},
-		"web-rbac":  {"xila-guard-test": "rbac"},
+	for _, ns := range []*corev1.Namespace{
+		fixture.MakeNamespace("acme-rbac").Label("xila-guard-test", "rbac").Tenant("acme").Obj(),
+		fixture.MakeNamespace("web-rbac").Label("xila-guard-test", "rbac").Obj(),
 	} {
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -66,13 +67,13 @@ func TestIntegrationWithoutPolicyRBAC(t *testing.T) {
 	register(t, "rbac", w, &metav1.LabelSelector{MatchLabels: sel}, false)
 	waitEnforced(t, "acme-rbac")
 
-	_, err = kube.CoreV1().Pods("acme-rbac").Create(ctx, pod("acme-rbac"), metav1.CreateOptions{})
-	expect(t, "protected pod without PlacementPolicies", err, string(guard.ReasonLookupFailed))
+	_, err = kube.CoreV1().Pods("acme-rbac").Create(ctx, pod("acme-rbac").Obj(), metav1.CreateOptions{})
+	expect(t, "protected pod without PlacementPolicies", err, guard.ReasonLookupFailed)
 	if err != nil && !strings.Contains(err.Error(), "placementpolicies") {
 		t.Errorf("the refusal does not say what is missing: %v", err)
 	}
-	_, err = kube.CoreV1().Pods("web-rbac").Create(ctx, pod("web-rbac"), metav1.CreateOptions{})
+	_, err = kube.CoreV1().Pods("web-rbac").Create(ctx, pod("web-rbac").Obj(), metav1.CreateOptions{})
 	expect(t, "plain pod", err, "")
-	_, err = kube.CoreV1().Pods("web-rbac").Create(ctx, pod("web-rbac", func(p *corev1.Pod) { p.Spec.NodeName = poolNode }), metav1.CreateOptions{})
-	expect(t, "plain pod pinned to a pool node", err, string(guard.ReasonPoolNodeName))
+	_, err = kube.CoreV1().Pods("web-rbac").Create(ctx, pod("web-rbac").NodeName(poolNode).Obj(), metav1.CreateOptions{})
+	expect(t, "plain pod pinned to a pool node", err, guard.ReasonPoolNodeName)
 }

@@ -4,7 +4,6 @@ package integration
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 )
 
@@ -67,9 +67,7 @@ func testBindingRecords(t *testing.T) {
 	}
 	want := guard.BoundEvidence(string(node.UID), "i1")
 	mk := func() string {
-		p, err := kube.CoreV1().Pods(tenantNS).Create(ctx, pod(tenantNS, func(p *corev1.Pod) {
-			p.Spec.SchedulerName, p.Labels = "volcano", map[string]string{"volcano.sh/job-name": "j"}
-		}), metav1.CreateOptions{})
+		p, err := kube.CoreV1().Pods(tenantNS).Create(ctx, pod(tenantNS).Scheduler("volcano").Label("volcano.sh/job-name", "j").Obj(), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,8 +94,8 @@ func testBindingRecords(t *testing.T) {
 	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: forged, Namespace: tenantNS, Annotations: map[string]string{guard.AnnotationBoundEvidence: "uid-elsewhere/i9"}},
 		Target: corev1.ObjectReference{Kind: "Node", Name: poolNode}}
 	err = as(t, volcano).CoreV1().Pods(tenantNS).Bind(ctx, b, metav1.CreateOptions{})
-	if err == nil || !strings.Contains(err.Error(), string(guard.ReasonBoundEvidenceReserved)) {
-		t.Errorf("Volcano's binding with a record of its own: %v, want %s", err, guard.ReasonBoundEvidenceReserved)
+	if err := fixture.RefusedWith(err, guard.ReasonBoundEvidenceReserved); err != nil {
+		t.Errorf("Volcano's binding with a record of its own: %v", err)
 	}
 	if p, err := kube.CoreV1().Pods(tenantNS).Get(ctx, forged, metav1.GetOptions{}); err != nil || p.Spec.NodeName != "" {
 		t.Errorf("the pod whose binding brought its own record: node %q (%v), want it unbound", p.Spec.NodeName, err)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
@@ -33,17 +34,17 @@ func mainWebhook(t *testing.T) *webhook {
 	return mainHook
 }
 
-// expect checks a request's error: nil when want is "", else an error that
-// names xila-guard and contains want.
-func expect(t *testing.T, what string, err error, want string) {
+// expect checks a request's error: nil when want is "", else an admission
+// refusal that names want.
+func expect(t *testing.T, what string, err error, want guard.Reason) {
 	t.Helper()
 	switch {
 	case want == "" && err != nil:
 		t.Errorf("%s: refused: %v", what, err)
-	case want != "" && err == nil:
-		t.Errorf("%s: allowed, want refused with %s", what, want)
-	case want != "" && (!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "xila-guard")):
-		t.Errorf("%s: refused with %v, want %s", what, err, want)
+	case want != "":
+		if err := fixture.RefusedWith(err, want); err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
 	}
 }
 
@@ -58,57 +59,37 @@ func TestIntegration(t *testing.T) {
 
 func testPods(t *testing.T) {
 	yes := true
-	daemonSet := func(p *corev1.Pod) {
-		yes := true
-		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: &yes}}
-	}
-	mirror := func(node string) func(p *corev1.Pod) {
-		return func(p *corev1.Pod) {
-			p.Annotations = map[string]string{"kubernetes.io/config.mirror": "hash"}
-			p.Spec.NodeName = node
-		}
-	}
 	const dsController = "system:serviceaccount:kube-system:daemon-set-controller"
 	cases := []struct {
 		name string
 		pod  *corev1.Pod
-		want string
+		want guard.Reason
 	}{
-		{"protected compliant", pod(tenantNS), ""},
-		{"G-SCHEDULER-NAME protected external scheduler", pod(tenantNS, func(p *corev1.Pod) {
-			p.Spec.SchedulerName = "volcano"
-			p.Labels = map[string]string{"volcano.sh/job-name": "j"}
-		}), ""},
-		{"G-SCHEDULER-NAME protected default scheduler", pod(tenantNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "" }), string(guard.ReasonSchedulerNotAllowed)},
-		{"G-NODE-NAME protected nodeName", pod(tenantNS, func(p *corev1.Pod) { p.Spec.NodeName = poolNode }), string(guard.ReasonNodeNameSet)},
-		{"G-POD-SECURITY protected privileged init container", pod(tenantNS, func(p *corev1.Pod) {
-			p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: &yes}}}
-		}), string(guard.ReasonPrivilegedContainer)},
-		{"G-POD-SECURITY protected hostNetwork", pod(tenantNS, func(p *corev1.Pod) { p.Spec.HostNetwork = true }), string(guard.ReasonHostNetwork)},
-		{"G-POD-SECURITY protected hostPID", pod(tenantNS, func(p *corev1.Pod) { p.Spec.HostPID = true }), string(guard.ReasonHostPID)},
-		{"G-POD-SECURITY protected hostIPC", pod(tenantNS, func(p *corev1.Pod) { p.Spec.HostIPC = true }), string(guard.ReasonHostIPC)},
-		{"G-POD-SECURITY protected hostPath", pod(tenantNS, func(p *corev1.Pod) {
-			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
-		}), string(guard.ReasonHostPathVolume)},
-		{"listed namespace of a tenant without policy", pod(noPolicyNS), string(guard.ReasonNoPolicy)},
-		{"G-NAMESPACE-TENANT namespace labelled for a tenant but listed by no binding", pod(forgedNS), string(guard.ReasonTenantUnresolved)},
-		{"G-POD-SECURITY protected pod with SYS_ADMIN", pod(tenantNS, func(p *corev1.Pod) {
-			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
-		}), string(guard.ReasonPodSecurityBaseline)},
-		{"G-POOL-TOLERATIONS protected pod tolerating another tenant's pool", pod(tenantNS, func(p *corev1.Pod) {
-			p.Spec.Tolerations = []corev1.Toleration{{Key: guard.LabelTenantPool, Value: "beta", Effect: corev1.TaintEffectNoSchedule}}
-		}), string(guard.ReasonForeignPool)},
-		{"G-SCHEDULER-NAME protected pod of volcano without its workload label", pod(tenantNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "volcano"; p.Labels = nil }),
-			string(guard.ReasonSchedulerProfileMismatch)},
-		{"plain pod", pod(plainNS, func(p *corev1.Pod) { p.Spec.SchedulerName = "" }), ""},
-		{"G-POOL-TOLERATIONS plain wildcard toleration", pod(plainNS, func(p *corev1.Pod) {
-			p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
-		}), string(guard.ReasonPoolToleration)},
-		{"G-POOL-TOLERATIONS plain pool nodeSelector", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{guard.LabelTenantPool: "acme"} }), string(guard.ReasonPoolSelector)},
-		{"G-NODE-NAME plain nodeName on a pool node", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeName = poolNode }), string(guard.ReasonPoolNodeName)},
-		{"G-NODE-NAME plain nodeName on a plain node", pod(plainNS, func(p *corev1.Pod) { p.Spec.NodeName = plainNode }), ""},
+		{"protected compliant", pod(tenantNS).Obj(), ""},
+		{"G-SCHEDULER-NAME protected external scheduler", pod(tenantNS).Scheduler("volcano").Label("volcano.sh/job-name", "j").Obj(), ""},
+		{"G-SCHEDULER-NAME protected default scheduler", pod(tenantNS).Scheduler("").Obj(), guard.ReasonSchedulerNotAllowed},
+		{"G-NODE-NAME protected nodeName", pod(tenantNS).NodeName(poolNode).Obj(), guard.ReasonNodeNameSet},
+		{"G-POD-SECURITY protected privileged init container", pod(tenantNS).InitContainer(corev1.Container{Name: "init", Image: "busybox",
+			SecurityContext: &corev1.SecurityContext{Privileged: &yes}}).Obj(), guard.ReasonPrivilegedContainer},
+		{"G-POD-SECURITY protected hostNetwork", pod(tenantNS).HostNetwork().Obj(), guard.ReasonHostNetwork},
+		{"G-POD-SECURITY protected hostPID", pod(tenantNS).HostPID().Obj(), guard.ReasonHostPID},
+		{"G-POD-SECURITY protected hostIPC", pod(tenantNS).HostIPC().Obj(), guard.ReasonHostIPC},
+		{"G-POD-SECURITY protected hostPath", pod(tenantNS).HostPath("/", "/host").Obj(), guard.ReasonHostPathVolume},
+		{"listed namespace of a tenant without policy", pod(noPolicyNS).Obj(), guard.ReasonNoPolicy},
+		{"G-NAMESPACE-TENANT namespace labelled for a tenant but listed by no binding", pod(forgedNS).Obj(), guard.ReasonTenantUnresolved},
+		{"G-POD-SECURITY protected pod with SYS_ADMIN", pod(tenantNS).AddCapabilities("SYS_ADMIN").Obj(), guard.ReasonPodSecurityBaseline},
+		{"G-POOL-TOLERATIONS protected pod tolerating another tenant's pool", pod(tenantNS).
+			Toleration(corev1.Toleration{Key: guard.LabelTenantPool, Value: "beta", Effect: corev1.TaintEffectNoSchedule}).Obj(), guard.ReasonForeignPool},
+		{"G-SCHEDULER-NAME protected pod of volcano without its workload label", pod(tenantNS).Scheduler("volcano").Obj(),
+			guard.ReasonSchedulerProfileMismatch},
+		{"plain pod", pod(plainNS).Scheduler("").Obj(), ""},
+		{"G-POOL-TOLERATIONS plain wildcard toleration", pod(plainNS).Toleration(corev1.Toleration{Operator: corev1.TolerationOpExists}).Obj(),
+			guard.ReasonPoolToleration},
+		{"G-POOL-TOLERATIONS plain pool nodeSelector", pod(plainNS).NodeSelector(guard.LabelTenantPool, "acme").Obj(), guard.ReasonPoolSelector},
+		{"G-NODE-NAME plain nodeName on a pool node", pod(plainNS).NodeName(poolNode).Obj(), guard.ReasonPoolNodeName},
+		{"G-NODE-NAME plain nodeName on a plain node", pod(plainNS).NodeName(plainNode).Obj(), ""},
 	}
-	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), fixture.MakeNamespace("infra").Obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range cases {
@@ -121,21 +102,19 @@ func testPods(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
-		want string
+		want guard.Reason
 		user string
 	}{
-		{"G-NODE-NAME trusted account's DaemonSet pod on a pool node", pod(plainNS, daemonSet, func(p *corev1.Pod) {
-			p.Namespace, p.Spec.ServiceAccountName, p.Spec.NodeName = "infra", "agent", poolNode
-		}), "", dsController},
-		{"G-NODE-NAME trusted account's pod no DaemonSet owns on a pool node", pod(plainNS, func(p *corev1.Pod) {
-			p.Namespace, p.Spec.ServiceAccountName, p.Spec.NodeName = "infra", "agent", poolNode
-		}), string(guard.ReasonPoolNodeName), dsController},
-		{"G-NODE-NAME trusted account's DaemonSet pod on a pool node, created by someone else", pod(plainNS, daemonSet, func(p *corev1.Pod) {
-			p.Namespace, p.Spec.ServiceAccountName, p.Spec.NodeName = "infra", "agent", poolNode
-		}), string(guard.ReasonPoolNodeName), "mallory"},
-		{"G-MIRROR-POD a tenant's mirror pod on its own compliant pool node", pod(tenantNS, mirror(poolNode)), "", "system:node:" + poolNode},
-		{"G-MIRROR-POD a general node's mirror pod in a tenant's namespace under confinement Pool", pod(tenantNS, mirror(plainNode)),
-			string(guard.ReasonOutsidePool), "system:node:" + plainNode},
+		{"G-NODE-NAME trusted account's DaemonSet pod on a pool node", pod("infra").ControlledBy("apps/v1", "DaemonSet", "agent", "ds-uid").
+			ServiceAccount("agent").NodeName(poolNode).Obj(), "", dsController},
+		{"G-NODE-NAME trusted account's pod no DaemonSet owns on a pool node", pod("infra").ServiceAccount("agent").NodeName(poolNode).Obj(),
+			guard.ReasonPoolNodeName, dsController},
+		{"G-NODE-NAME trusted account's DaemonSet pod on a pool node, created by someone else", pod("infra").ControlledBy("apps/v1", "DaemonSet", "agent", "ds-uid").
+			ServiceAccount("agent").NodeName(poolNode).Obj(), guard.ReasonPoolNodeName, "mallory"},
+		{"G-MIRROR-POD a tenant's mirror pod on its own compliant pool node", pod(tenantNS).Annotation(corev1.MirrorPodAnnotationKey, "hash").
+			NodeName(poolNode).Obj(), "", "system:node:" + poolNode},
+		{"G-MIRROR-POD a general node's mirror pod in a tenant's namespace under confinement Pool", pod(tenantNS).Annotation(corev1.MirrorPodAnnotationKey, "hash").
+			NodeName(plainNode).Obj(), guard.ReasonOutsidePool, "system:node:" + plainNode},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := as(t, tc.user).CoreV1().Pods(tc.pod.Namespace).Create(t.Context(), tc.pod, metav1.CreateOptions{})
@@ -153,13 +132,10 @@ func testPods(t *testing.T) {
 func testLabelFlip(t *testing.T) {
 	ctx := t.Context()
 	const ns = "flip"
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, fixture.MakeNamespace(ns).Obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p := pod(ns, func(p *corev1.Pod) {
-		p.Spec.SchedulerName = ""
-		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
-	})
+	p := pod(ns).Scheduler("").SchedulingGate("example.com/hold").Obj()
 	if _, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the gated pod while the namespace belongs to no tenant: %v", err)
 	}
@@ -174,12 +150,12 @@ func testLabelFlip(t *testing.T) {
 		_, err = kube.CoreV1().Pods(ns).Patch(ctx, p.Name, types.StrategicMergePatchType, tolerate, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil, nil
 	})
-	expect(t, "adding a pool toleration to a gated pod of an unresolved tenant", err, string(guard.ReasonForeignPool))
+	expect(t, "adding a pool toleration to a gated pod of an unresolved tenant", err, guard.ReasonForeignPool)
 }
 
 func testEphemeralContainers(t *testing.T) {
 	ctx := t.Context()
-	p, err := kube.CoreV1().Pods(tenantNS).Create(ctx, pod(tenantNS), metav1.CreateOptions{})
+	p, err := kube.CoreV1().Pods(tenantNS).Create(ctx, pod(tenantNS).Obj(), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +174,7 @@ func testEphemeralContainers(t *testing.T) {
 		_, err = kube.CoreV1().Pods(tenantNS).UpdateEphemeralContainers(ctx, p.Name, cur, metav1.UpdateOptions{})
 		return err
 	}
-	expect(t, "privileged ephemeral container", add("debug", true), string(guard.ReasonPrivilegedContainer))
+	expect(t, "privileged ephemeral container", add("debug", true), guard.ReasonPrivilegedContainer)
 	expect(t, "plain ephemeral container", add("debug2", false), "")
 	_, err = kube.CoreV1().Pods(tenantNS).Patch(ctx, p.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`), metav1.PatchOptions{})
 	expect(t, "label update", err, "")
@@ -216,17 +192,17 @@ func testBindings(t *testing.T) {
 	ctx := t.Context()
 	const scheduler = "system:serviceaccount:xila-guard-system:xila-guard-scheduler"
 	mk := func(ns string) string {
-		p, err := kube.CoreV1().Pods(ns).Create(ctx, pod(ns), metav1.CreateOptions{})
+		p, err := kube.CoreV1().Pods(ns).Create(ctx, pod(ns).Obj(), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p.Name
 	}
 	plain := mk(plainNS)
-	expect(t, "plain pod to a pool node by a tenant", bind(t, "system:serviceaccount:web:default", plainNS, plain, poolNode), string(guard.ReasonBindingNotAllowed))
+	expect(t, "plain pod to a pool node by a tenant", bind(t, "system:serviceaccount:web:default", plainNS, plain, poolNode), guard.ReasonBindingNotAllowed)
 	expect(t, "plain pod to a plain node by the default scheduler", bind(t, "system:kube-scheduler", plainNS, plain, plainNode), "")
 	protected := mk(tenantNS)
-	expect(t, "protected pod by the default scheduler", bind(t, "system:kube-scheduler", tenantNS, protected, plainNode), string(guard.ReasonBindingNotAllowed))
+	expect(t, "protected pod by the default scheduler", bind(t, "system:kube-scheduler", tenantNS, protected, plainNode), guard.ReasonBindingNotAllowed)
 	expect(t, "protected pod by the controlled scheduler", bind(t, scheduler, tenantNS, protected, poolNode), "")
 
 	// Volcano's binder is accepted, and each of its bindings is judged
@@ -244,35 +220,36 @@ func testBindings(t *testing.T) {
 	offer(t, replica, "nvidia.com/gpu.shared", "1")
 	passthrough := poolNodeWith(t, "gpu-passthrough", "acme", v1alpha1.SharingExclusive)
 	offer(t, passthrough, "nvidia.com/GH100_H100_SXM5_80GB", "2")
-	for _, tc := range []struct{ name, node, want string }{
-		{"to a time-sliced node of its pool", shared, string(guard.ReasonTimeSlicingForbidden)},
-		{"to another tenant's pool node", beta, string(guard.ReasonTenantMismatch)},
-		{"to a general node under confinement Pool", plainNode, string(guard.ReasonOutsidePool)},
-		{"to a node whose evidence names another node", forged, string(guard.ReasonEvidenceNodeMismatch)},
-		{"G-NODE-GPUS to a node offering a replica of a shared GPU its evidence calls exclusive", replica, string(guard.ReasonEvidenceIncomplete)},
-		{"G-NODE-GPUS to a node offering GPUs by a passthrough name its evidence does not count", passthrough, string(guard.ReasonEvidenceIncomplete)},
+	for _, tc := range []struct {
+		name, node string
+		want       guard.Reason
+	}{
+		{"to a time-sliced node of its pool", shared, guard.ReasonTimeSlicingForbidden},
+		{"to another tenant's pool node", beta, guard.ReasonTenantMismatch},
+		{"to a general node under confinement Pool", plainNode, guard.ReasonOutsidePool},
+		{"to a node whose evidence names another node", forged, guard.ReasonEvidenceNodeMismatch},
+		{"G-NODE-GPUS to a node offering a replica of a shared GPU its evidence calls exclusive", replica, guard.ReasonEvidenceIncomplete},
+		{"G-NODE-GPUS to a node offering GPUs by a passthrough name its evidence does not count", passthrough, guard.ReasonEvidenceIncomplete},
 	} {
 		name := mk(tenantNS)
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
 			_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 				err = bind(t, volcano, tenantNS, name, tc.node)
-				return err == nil || strings.Contains(err.Error(), tc.want), nil
+				return err == nil || fixture.RefusedWith(err, tc.want) == nil, nil
 			})
 			expect(t, "protected pod by Volcano's binder "+tc.name, err, tc.want)
 		})
 	}
 	expect(t, "protected pod by Volcano's binder to a compliant node", bind(t, volcano, tenantNS, mk(tenantNS), poolNode), "")
-	expect(t, "plain pod to a pool node by Volcano's binder", bind(t, volcano, plainNS, mk(plainNS), poolNode), string(guard.ReasonBindingNotAllowed))
+	expect(t, "plain pod to a pool node by Volcano's binder", bind(t, volcano, plainNS, mk(plainNS), poolNode), guard.ReasonBindingNotAllowed)
 }
 
 // poolNodeWith creates a node of pool whose attested evidence shows one
 // GPU shared as mode, and returns its name.
 func poolNodeWith(t *testing.T, name, pool string, mode v1alpha1.GPUSharingMode) string {
 	t.Helper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{guard.LabelTenantPool: pool}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: guard.TaintTenantPool, Value: pool, Effect: corev1.TaintEffectNoSchedule}}}}
-	created, err := kube.CoreV1().Nodes().Create(t.Context(), n, metav1.CreateOptions{})
+	created, err := kube.CoreV1().Nodes().Create(t.Context(), fixture.MakeNode(name).Pool(pool).Obj(), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,14 +272,13 @@ func offer(t *testing.T, node, resource, count string) {
 func testNodePoolLock(t *testing.T) {
 	ctx := t.Context()
 	const scheduler = "system:serviceaccount:xila-guard-system:xila-guard-scheduler"
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-lock", Labels: map[string]string{guard.LabelTenantPool: "acme"}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: guard.TaintTenantPool, Value: "acme", Effect: corev1.TaintEffectNoSchedule}}}}
+	node := fixture.MakeNode("gpu-lock").Pool("acme").Obj()
 	created, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	setState(t, node.Name, created.UID, v1alpha1.SharingExclusive)
-	p, err := kube.CoreV1().Pods(tenantNS).Create(ctx, pod(tenantNS), metav1.CreateOptions{})
+	p, err := kube.CoreV1().Pods(tenantNS).Create(ctx, pod(tenantNS).Obj(), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,16 +296,16 @@ func testNodePoolLock(t *testing.T) {
 		t.Fatal("removing the pool label was never refused")
 	}
 	_, err = kube.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, unlabel, metav1.PatchOptions{})
-	expect(t, "remove the pool label", err, string(guard.ReasonPoolMembershipLocked))
+	expect(t, "remove the pool label", err, guard.ReasonPoolMembershipLocked)
 	if err != nil && !strings.Contains(err.Error(), tenantNS+"/"+p.Name) {
 		t.Errorf("the refusal does not name the pod: %v", err)
 	}
 	// The status subresource keeps the spec but takes labels: it must be
 	// locked as well.
 	_, err = kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, unlabel, metav1.PatchOptions{}, "status")
-	expect(t, "remove the pool label through nodes/status", err, string(guard.ReasonPoolMembershipLocked))
+	expect(t, "remove the pool label through nodes/status", err, guard.ReasonPoolMembershipLocked)
 	_, err = kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, untaint, metav1.PatchOptions{})
-	expect(t, "remove the pool taint", err, string(guard.ReasonPoolMembershipLocked))
+	expect(t, "remove the pool taint", err, guard.ReasonPoolMembershipLocked)
 	_, err = kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"zone":"a"}}}`), metav1.PatchOptions{})
 	expect(t, "unrelated label", err, "")
 
@@ -354,11 +330,11 @@ func TestIntegrationFailClosed(t *testing.T) {
 	w := startWebhook(t)
 	register(t, "faults", w, &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": faultsNS}}, true)
 	waitEnforced(t, faultsNS)
-	create := func(mods ...func(*corev1.Pod)) error {
-		_, err := kube.CoreV1().Pods(faultsNS).Create(t.Context(), pod(faultsNS, mods...), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	create := func(p *fixture.PodWrapper) error {
+		_, err := kube.CoreV1().Pods(faultsNS).Create(t.Context(), p.Obj(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
 	}
-	expect(t, "privileged", create(privileged), string(guard.ReasonPrivilegedContainer))
+	expect(t, "privileged", create(pod(faultsNS).Privileged()), guard.ReasonPrivilegedContainer)
 
 	// Renew the serving certificate: the webhook serves the new one with no
 	// restart, and the API server still gets through.
@@ -374,18 +350,18 @@ func TestIntegrationFailClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal("the renewed certificate was never served")
 	}
-	expect(t, "privileged, after renewal", create(privileged), string(guard.ReasonPrivilegedContainer))
-	if err := create(); err != nil {
+	expect(t, "privileged, after renewal", create(pod(faultsNS).Privileged()), guard.ReasonPrivilegedContainer)
+	if err := create(pod(faultsNS)); err != nil {
 		t.Errorf("a compliant pod after renewal was refused: %v", err)
 	}
 
 	w.stop()
-	err = create()
+	err = create(pod(faultsNS))
 	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
 		t.Fatalf("with the webhook down a protected create gave %v, want a webhook call failure", err)
 	}
 	// Other namespaces are not this webhook's; the main one is not running here.
-	if _, err := kube.CoreV1().Pods(plainNS).Create(t.Context(), pod(plainNS), metav1.CreateOptions{}); err != nil {
+	if _, err := kube.CoreV1().Pods(plainNS).Create(t.Context(), pod(plainNS).Obj(), metav1.CreateOptions{}); err != nil {
 		t.Errorf("a pod outside the failed webhook's namespaces was refused: %v", err)
 	}
 	testPoolNodeWithWebhookDown(t)
@@ -398,8 +374,7 @@ func TestIntegrationFailClosed(t *testing.T) {
 // of its pool fails closed.
 func testPoolNodeWithWebhookDown(t *testing.T) {
 	ctx := t.Context()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-webhook-down", Labels: map[string]string{guard.LabelTenantPool: "acme"}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: guard.TaintTenantPool, Value: "acme", Effect: corev1.TaintEffectNoSchedule}}}}
+	node := fixture.MakeNode("gpu-webhook-down").Pool("acme").Obj()
 	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
