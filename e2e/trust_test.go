@@ -781,33 +781,16 @@ func (e *trustEnv) attempts() []attempt {
 // webhookDown scales the webhook to zero, checks what is refused and what
 // is not, and scales it back.
 func (e *trustEnv) webhookDown(ctx context.Context, tenantNS, plainNS string, node kubernetes.Interface) error {
-	deploys := e.admin.AppsV1().Deployments(lab.PlatformNamespace)
-	scale := func(n int32) error {
-		s, err := deploys.GetScale(ctx, "xila-guard-webhook", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		s.Spec.Replicas = n
-		_, err = deploys.UpdateScale(ctx, "xila-guard-webhook", s, metav1.UpdateOptions{})
-		return err
-	}
-	if err := scale(0); err != nil {
-		return err
-	}
-	defer func() {
-		_ = scale(2)
-		_ = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			return dryCreate(ctx, e.admin, tenantNS, e.l.Pod("probe")) == nil, nil
-		})
-	}()
-	// Until the endpoints are gone, the webhook may still answer.
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		last = dryCreate(ctx, e.admin, tenantNS, e.l.Pod("down-probe"))
-		return last != nil && strings.Contains(last.Error(), "failed calling webhook"), nil
+	restore, err := e.l.WebhookDown(ctx, func(ctx context.Context) error {
+		return dryCreate(ctx, e.admin, tenantNS, e.l.Pod("down-probe"))
 	})
+	defer func() {
+		if restore != nil {
+			_ = restore(ctx)
+		}
+	}()
 	if err != nil {
-		return fmt.Errorf("a tenant pod was not refused with the webhook down: %v (last: %v)", err, last)
+		return fmt.Errorf("a tenant pod was not refused with the webhook down: %w", err)
 	}
 	for i := range 20 {
 		if err := dryCreate(ctx, e.nsCreator, plainNS, e.l.Pod(fmt.Sprintf("down-plain-%d", i), lab.WithScheduler("default-scheduler"))); err != nil {

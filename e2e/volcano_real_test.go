@@ -80,6 +80,9 @@ func realVolcanoSteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 			runTool(ctx, t, filepath.Join(suite.BinDir, "kubectl"), "--kubeconfig", cfg.KubeconfigFile(), "apply", "--server-side", "-f", placed)
 			runTool(ctx, t, filepath.Join(suite.BinDir, "kubectl"), "--kubeconfig", cfg.KubeconfigFile(),
 				"-n", "volcano-system", "rollout", "status", "deployment/volcano-scheduler", "deployment/volcano-controllers", "deployment/volcano-admission", "--timeout=5m")
+			if err := waitVolcanoAdmission(ctx, dynamicClientFor(t, cfg), metav1.NamespaceDefault); err != nil {
+				t.Fatal(err)
+			}
 			return ctx
 		}).
 		Assess("real Volcano: the tenant's compliant Job runs on the compliant worker; pinned to the time-sliced worker, its binding is refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -175,24 +178,36 @@ func realVolcanoSteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 			}
 			// This step changes the release: it scales the webhook to zero
 			// and back to what the release asked for.
-			restore := scaleWebhook(ctx, t, l.Kube, 0)
+			restore, err := l.WebhookDown(ctx, func(ctx context.Context) error {
+				_, err := l.Kube.CoreV1().Pods(ns).Create(ctx, l.Pod("down-probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				return err
+			})
 			restored := false
 			defer func() {
-				if !restored {
-					restore()
+				if !restored && restore != nil {
+					if err := restore(ctx); err != nil {
+						t.Error(err)
+					}
 				}
 			}()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := createVolcanoJob(ctx, dyn, ns, "while-down", poolToleration(l.Tenant.Name), nil, nil); err != nil {
 				t.Fatalf("creating Volcano Job while-down: %v", err)
 			}
 			if err := waitJobEvent(ctx, l.Kube, ns, "while-down", "failed calling webhook"); err != nil {
 				t.Error(err)
 			}
-			if p, err := volcanoPod(ctx, l.Kube, ns, "while-down"); err != nil || p != nil {
-				t.Errorf("with the webhook down, Volcano Job while-down has pod %v (%v); want none", p, err)
+			if p, err := volcanoPod(ctx, l.Kube, ns, "while-down"); err != nil {
+				t.Error(err)
+			} else if p != nil {
+				t.Errorf("with the webhook down, Volcano Job while-down has pod %s on node %q; want none", p.Name, p.Spec.NodeName)
 			}
-			restore()
 			restored = true
+			if err := restore(ctx); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := waitVolcanoPodOn(ctx, l.Kube, ns, "while-down", compliant); err != nil {
 				t.Error(err)
 			}
@@ -221,22 +236,47 @@ func poolToleration(pool string) map[string]any {
 // createVolcanoJob creates a one-pod Volcano Job whose task tolerates
 // toleration; spec and container add fields to its pod spec and container.
 func createVolcanoJob(ctx context.Context, dyn dynamic.Interface, ns, name string, toleration, spec, container map[string]any) error {
+	_, err := dyn.Resource(volcanoJobs).Namespace(ns).Create(ctx, volcanoJob(name, toleration, spec, container), metav1.CreateOptions{})
+	return err
+}
+
+// waitVolcanoAdmission waits until the API server reaches Volcano's
+// admission webhook: a Deployment rolled out does not mean its Service
+// routes to it yet, and Volcano's webhooks fail closed. The probe is a
+// server-side dry run of a Job, which the webhooks see without anything
+// being stored.
+func waitVolcanoAdmission(ctx context.Context, dyn dynamic.Interface, ns string) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = dyn.Resource(volcanoJobs).Namespace(ns).Create(ctx, volcanoJob("xg-admission-probe", nil, nil, nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("volcano admission not answering: %v (last: %v)", err, last)
+	}
+	return nil
+}
+
+// volcanoJob is a one-pod Volcano Job whose task tolerates toleration (none
+// when nil); spec and container add fields to its pod spec and container.
+func volcanoJob(name string, toleration, spec, container map[string]any) *unstructured.Unstructured {
 	c := map[string]any{"name": "pause", "image": suite.Agnhost, "imagePullPolicy": "Never", "args": []any{"pause"}}
 	for k, v := range container {
 		c[k] = v
 	}
-	podSpec := map[string]any{"restartPolicy": "Never", "tolerations": []any{toleration}, "containers": []any{c}}
+	podSpec := map[string]any{"restartPolicy": "Never", "containers": []any{c}}
+	if toleration != nil {
+		podSpec["tolerations"] = []any{toleration}
+	}
 	for k, v := range spec {
 		podSpec[k] = v
 	}
-	obj := &unstructured.Unstructured{Object: map[string]any{
+	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": volcanoJobs.GroupVersion().String(), "kind": "Job", "metadata": map[string]any{"name": name},
 		"spec": map[string]any{"schedulerName": "volcano", "minAvailable": 1, "tasks": []any{map[string]any{
 			"name": "worker", "replicas": 1, "template": map[string]any{"spec": podSpec},
 		}}},
 	}}
-	_, err := dyn.Resource(volcanoJobs).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
-	return err
 }
 
 // volcanoPod returns the pod of a one-pod Volcano Job, nil until it exists.
@@ -490,51 +530,5 @@ func makeVolcanoAdmissionTLS(ctx context.Context, t *testing.T, cs kubernetes.In
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "volcano-admission-secret", Namespace: ns}, Data: data}
 	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
-	}
-}
-
-// scaleWebhook scales the release's webhook Deployment to replicas, waits
-// until no pod of it is left ready when replicas is zero, and returns what
-// scales it back and waits until the API server reaches it again.
-func scaleWebhook(ctx context.Context, t *testing.T, kube kubernetes.Interface, replicas int32) (restore func()) {
-	t.Helper()
-	const name = lab.ReleaseName + "-webhook"
-	deployments := kube.AppsV1().Deployments(lab.PlatformNamespace)
-	scale, err := deployments.GetScale(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	was := scale.Spec.Replicas
-	set := func(n int32) error {
-		s, err := deployments.GetScale(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		s.Spec.Replicas = n
-		_, err = deployments.UpdateScale(ctx, name, s, metav1.UpdateOptions{})
-		return err
-	}
-	if err := set(replicas); err != nil {
-		t.Fatal(err)
-	}
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		d, err := deployments.Get(ctx, name, metav1.GetOptions{})
-		return err == nil && d.Status.ReadyReplicas == replicas && d.Status.Replicas == replicas, nil
-	})
-	if err != nil {
-		t.Fatalf("webhook not scaled to %d: %v", replicas, err)
-	}
-	return func() {
-		if err := set(was); err != nil {
-			t.Errorf("scaling the webhook back to %d: %v", was, err)
-			return
-		}
-		err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			d, err := deployments.Get(ctx, name, metav1.GetOptions{})
-			return err == nil && d.Status.ReadyReplicas == was, nil
-		})
-		if err != nil {
-			t.Errorf("webhook not back to %d ready replicas: %v", was, err)
-		}
 	}
 }

@@ -140,10 +140,10 @@ func (c *Cluster) InstallChartFrom(ctx context.Context, dir string, values map[s
 		"-n", PlatformNamespace, "--create-namespace", "--wait", "--timeout", "3m", "-f", f.Name()); err != nil {
 		return err
 	}
-	return c.waitAdmissionServing(ctx)
+	return c.WaitAdmissionServing(ctx)
 }
 
-// waitAdmissionServing waits until the API server reaches the webhook.
+// WaitAdmissionServing waits until the API server reaches the webhook.
 // helm --wait returns once the webhook's pods are ready, but the Service's
 // endpoints still have to reach kube-proxy on the control plane; until then
 // a pod create in a tenant's namespace fails with "failed calling webhook".
@@ -153,7 +153,7 @@ func (c *Cluster) InstallChartFrom(ctx context.Context, dir string, values map[s
 // run (sent to webhooks without side effects); the webhook serves once the
 // API server gets any answer from it, admitted or refused. Without the
 // webhook it is admitted at once.
-func (c *Cluster) waitAdmissionServing(ctx context.Context) error {
+func (c *Cluster) WaitAdmissionServing(ctx context.Context) error {
 	if err := c.waitWebhookEndpoints(ctx); err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func (c *Cluster) waitWebhookEndpoints(ctx context.Context) error {
 	return nil
 }
 
-// AdmissionProbe creates the probe pod of waitAdmissionServing once, with a
+// AdmissionProbe creates the probe pod of WaitAdmissionServing once, with a
 // server-side dry run, and returns the API server's answer: nil when
 // admitted, the refusal otherwise; "failed calling webhook" in it means a
 // fail-closed webhook did not answer.
@@ -256,4 +256,51 @@ func (c *Cluster) UninstallChart(ctx context.Context) error {
 		pods, err := c.Kube.CoreV1().Pods(PlatformNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + ReleaseName})
 		return err == nil && len(pods.Items) == 0, nil
 	})
+}
+
+// WebhookDown scales the release's webhook Deployment to zero and waits
+// until the API server can no longer call it: probe, a create the webhook
+// judges (a server-side dry run), fails with "failed calling webhook".
+// Until the Service's endpoints are gone, a terminating webhook pod may
+// still answer. It returns what scales the webhook back to the replicas it
+// had and waits until the API server reaches it again; a test that calls
+// it changes the release and must call restore.
+func (c *Cluster) WebhookDown(ctx context.Context, probe func(context.Context) error) (restore func(context.Context) error, err error) {
+	const name = ReleaseName + "-webhook"
+	deployments := c.Kube.AppsV1().Deployments(PlatformNamespace)
+	scale := func(ctx context.Context, n int32) (was int32, err error) {
+		s, err := deployments.GetScale(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return 0, err
+		}
+		was, s.Spec.Replicas = s.Spec.Replicas, n
+		_, err = deployments.UpdateScale(ctx, name, s, metav1.UpdateOptions{})
+		return was, err
+	}
+	was, err := scale(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	restore = func(ctx context.Context) error {
+		if _, err := scale(ctx, was); err != nil {
+			return fmt.Errorf("scaling the webhook back to %d: %w", was, err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			d, err := deployments.Get(ctx, name, metav1.GetOptions{})
+			return err == nil && d.Status.ReadyReplicas == was, nil
+		})
+		if err != nil {
+			return fmt.Errorf("webhook not back to %d ready replicas: %w", was, err)
+		}
+		return c.WaitAdmissionServing(ctx)
+	}
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = probe(ctx)
+		return last != nil && strings.Contains(last.Error(), "failed calling webhook"), nil
+	})
+	if err != nil {
+		return restore, fmt.Errorf("the webhook scaled to zero still answers: %v (last: %v)", err, last)
+	}
+	return restore, nil
 }
