@@ -115,7 +115,7 @@ func withIntegrations(l *lab.Lab) (map[string]any, error) {
 // Volcano-shaped workload, bound by the test acting as their scheduler,
 // are admitted when compliant and refused when privileged or pinned; a
 // second co-registered webhook's refusal holds as well (every webhook must
-// admit); and make demo's attested phase.
+// admit); and every phase of make demo, in order.
 func admissionSteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 	return f.
 		Assess("admission: the webhook refuses an alternate scheduler, nodeName and privileged", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -210,14 +210,18 @@ func admissionSteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 			}
 			return ctx
 		}).
-		Assess("admission: make demo's attested phase: TEE taints keep a pod that asks for no TEE off the attested nodes, placement on verified reports", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			// The phase installs the release with the attestation
-			// controller and restores the lab's values after.
-			got, err := labFrom(ctx, t).AttestedPhase().Run(ctx)
-			if err != nil {
-				t.Fatal(err)
+		Assess("make demo's phases, in order, on the platform: production profile, lab profile, pinned to worker 2, webhook, RBAC, attested evidence", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// This step changes the release: the production phase installs
+			// the production profile, the lab phase puts the lab's values
+			// back, and the attested phase installs the attestation
+			// controller and restores the lab's values and evidence after.
+			for _, p := range labFrom(ctx, t).Phases() {
+				got, err := p.Run(ctx)
+				if err != nil {
+					t.Fatalf("phase %q: want %s: %v", p.Name, p.Want, err)
+				}
+				t.Logf("phase %q: %s", p.Name, got)
 			}
-			t.Log(got)
 			return ctx
 		})
 }

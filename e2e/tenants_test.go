@@ -20,115 +20,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
-	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/e2e/lab"
 )
-
-// Indexes of the workers in workerNames.
-const (
-	compliantWorker  = 0 // mock evidence, exclusive GPUs
-	timeSlicedWorker = 1 // mock evidence, time-sliced GPUs
-)
-
-// enforcement is what the test set up, kept in the context.
-type enforcement struct {
-	tenant  string
-	workers []string
-}
-
-type enforcementKey struct{}
-
-// TestEnforcement installs xila-guard-scheduler (the evaluator linked in)
-// with the chart, makes both workers a tenant's pool with mock evidence — the first
-// compliant, the second time-sliced — and checks the three outcomes of the
-// demo: production refuses mock evidence, lab schedules to the compliant
-// worker only, and a pod pinned to the time-sliced worker stays Pending.
-func TestEnforcement(t *testing.T) {
-	f := features.New("controlled scheduler with the real evaluator").
-		Setup(installEnforcement).
-		Assess("production profile: Pending with SOURCE_NOT_ACCEPTED", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			e := ctx.Value(enforcementKey{}).(*enforcement)
-			cs := clientset(t, cfg)
-			p := createTenantPod(ctx, t, cs, e.tenant, "production", nil)
-			waitRefusedWith(ctx, t, cs, p, "SOURCE_NOT_ACCEPTED")
-			deletePodNow(ctx, t, cs, p)
-			return ctx
-		}).
-		Assess("lab profile: scheduled to the compliant worker only", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			e := ctx.Value(enforcementKey{}).(*enforcement)
-			cs := clientset(t, cfg)
-			helmInstall(ctx, t, cfg, "lab")
-			for i := range 3 {
-				p := createTenantPod(ctx, t, cs, e.tenant, fmt.Sprintf("lab-%d", i), nil)
-				if got := waitRunning(ctx, t, cs, e.tenant, p.Name).Spec.NodeName; got != e.workers[compliantWorker] {
-					t.Errorf("pod %s runs on %s, want the compliant worker %s", p.Name, got, e.workers[compliantWorker])
-				}
-			}
-			return ctx
-		}).
-		Assess("pinned to the time-sliced worker: Pending with TIME_SLICING_FORBIDDEN", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			e := ctx.Value(enforcementKey{}).(*enforcement)
-			cs := clientset(t, cfg)
-			p := createTenantPod(ctx, t, cs, e.tenant, "pinned", pinnedToNode(e.workers[timeSlicedWorker]))
-			waitRefusedWith(ctx, t, cs, p, "TIME_SLICING_FORBIDDEN")
-			time.Sleep(5 * time.Second)
-			if got, err := cs.CoreV1().Pods(e.tenant).Get(ctx, p.Name, metav1.GetOptions{}); err != nil || got.Spec.NodeName != "" {
-				t.Errorf("pinned pod: bound to %q (err %v), want it Pending", got.Spec.NodeName, err)
-			}
-			// Why is it Pending? kubectl xila-guard explain, as make demo
-			// phase 3 shows it.
-			c, err := lab.NewCluster(cfg.KubeconfigFile(), suite.BinDir, suite.RepoRoot, suite.ImageTag, suite.Agnhost)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.ExplainPending(ctx, "lab", e.tenant, p.Name, e.workers[timeSlicedWorker], "TIME_SLICING_FORBIDDEN", e.workers[compliantWorker]); err != nil {
-				t.Error(err)
-			}
-			return ctx
-		}).
-		Teardown(uninstallEnforcement).
-		Feature()
-	testenv.Test(t, f)
-}
-
-// installEnforcement installs the CRDs and the chart (production profile)
-// and turns the workers into the pool of a new tenant.
-func installEnforcement(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-	cs := clientset(t, cfg)
-	dyn := dynamicClientFor(t, cfg)
-	if err := labCluster(t, cfg).ApplyCRDs(ctx); err != nil {
-		t.Fatal(err)
-	}
-	helmInstall(ctx, t, cfg, "production")
-
-	e := &enforcement{tenant: envconf.RandomName("xg-tenant", 16), workers: twoWorkers(ctx, t, cs)}
-	createPoolTenant(ctx, t, cfg, e.tenant, v1alpha1.SourceAttested)
-	for i, w := range e.workers[:2] {
-		sharing := v1alpha1.SharingExclusive
-		if i == timeSlicedWorker {
-			sharing = v1alpha1.SharingTimeSlicing
-		}
-		node := setPool(ctx, t, cfg, w, e.tenant)
-		createGuard(ctx, t, dyn, fixture.MakeNodeSecurityState(w, node.UID, v1alpha1.SourceMock).
-			Label(lab.PoolLabel, e.tenant).Incarnation("e2e-1").GPU("gpu-0", sharing).Obj())
-	}
-	return context.WithValue(ctx, enforcementKey{}, e)
-}
-
-// uninstallEnforcement gives the workers back and removes what the test
-// made, the chart included.
-func uninstallEnforcement(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-	e, _ := ctx.Value(enforcementKey{}).(*enforcement)
-	if e == nil {
-		return ctx
-	}
-	removePoolTenant(ctx, t, cfg, e.tenant, e.workers[:2])
-	uninstallChart(ctx, t, cfg)
-	return ctx
-}
 
 // removePoolTenant gives the workers of a tenant made by createTenant back
 // (no pool, no evidence) and deletes its binding, policy and namespace.
@@ -145,13 +41,6 @@ func removePoolTenant(ctx context.Context, t *testing.T, cfg *envconf.Config, te
 	if err := cs.CoreV1().Namespaces().Delete(ctx, tenant, metav1.DeleteOptions{}); err != nil {
 		t.Errorf("deleting namespace %s: %v", tenant, err)
 	}
-}
-
-// helmInstall installs or upgrades the chart with enforcement on, in the
-// given profile, and waits for it to roll out.
-func helmInstall(ctx context.Context, t *testing.T, cfg *envconf.Config, profile string) {
-	t.Helper()
-	installChart(ctx, t, cfg, []string{"enforcement-values.yaml"}, map[string]any{"enforcement": map[string]any{"profile": profile}})
 }
 
 // createTenantPod creates an agnhost pod for the controlled scheduler.
