@@ -67,7 +67,9 @@ func attestedFrom(ctx context.Context, t *testing.T) *tenantPool {
 // anew NODE_CHANGED, while a pod bound after gets the key. A pod that
 // Volcano's binder binds to the attested worker gets the key as well (the
 // webhook records the evidence it judged the binding on), and its binding
-// to the tampered worker is refused.
+// to the tampered worker is refused. Once the attester is back, the
+// tenant's VM migrates (migrationSteps) on the same release, which has
+// confidential.vmMigrations on.
 func TestAttestation(t *testing.T) {
 	f := features.New("attested evidence: lab TEE, verified reports, attestation-gated placement").
 		Setup(installAttestation).
@@ -306,7 +308,9 @@ func TestAttestation(t *testing.T) {
 			wantBoundEvidence(t, fresh, after)
 			wantReleased(t, "a pod bound after the attester came back", kbsExec(ctx, t, cfg, a.tenant, fresh.Name, k.resource), k.sha256)
 			return ctx
-		}).
+		})
+	f = migrationSteps(f)
+	f = f.
 		Assess("attester tampered with: its node states another measurement and new pods are Pending with MEASUREMENT_NOT_ALLOWED", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			a := attestedFrom(ctx, t)
 			cs := clientset(t, cfg)
@@ -335,9 +339,8 @@ func TestAttestation(t *testing.T) {
 			waitRefusedWith(ctx, t, cs, p, "ATTESTATION_FAILED")
 			return ctx
 		}).
-		Teardown(uninstallAttestation).
-		Feature()
-	testenv.Test(t, f)
+		Teardown(uninstallAttestation)
+	testenv.Test(t, f.Feature())
 }
 
 // installAttestation makes the workers a tenant's pool under attesters and
@@ -382,7 +385,8 @@ func helmInstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Conf
 	}
 	values := lab.Merge(map[string]any{
 		"confidential": map[string]any{
-			"profile": profile,
+			"profile":      profile,
+			"vmMigrations": true,
 			"attester": map[string]any{"lab": map[string]any{
 				"measurement": allowedMeasurement, "nodeMeasurements": measurements}},
 			"referenceValues": map[string]any{"measurements": []any{
@@ -428,8 +432,11 @@ func uninstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config
 	}
 	cs := clientset(t, cfg)
 	zero := int64(0)
+	dyn := dynamicClientFor(t, cfg)
 	_ = cs.CoreV1().Pods(a.tenant).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	tearDownKeyRelease(ctx, t, cs, dynamicClientFor(t, cfg), a.tenant)
+	_ = dyn.Resource(gvrMigration).Namespace(a.tenant).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = dyn.Resource(gvrVMI).Namespace(a.tenant).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	tearDownKeyRelease(ctx, t, cs, dyn, a.tenant)
 	uninstallChart(ctx, t, cfg)
 	_ = cs.CoreV1().Secrets(lab.PlatformNamespace).Delete(ctx, "xila-guard-attest-lab-chain", metav1.DeleteOptions{})
 	if err := labCluster(t, cfg).RevokeBinding(ctx, binderRole); err != nil {

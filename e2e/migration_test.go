@@ -19,8 +19,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
-	"github.com/xila-guard/xila-guard/components/api/fixture"
-	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
@@ -60,20 +58,20 @@ func migrationFrom(ctx context.Context, t *testing.T) *migrationEnv {
 	return m
 }
 
-// TestVMMigration installs enforcement, the webhook with
-// confidential.vmMigrations, the attestation controller with lab
-// attesters and the key broker, with KubeVirt's CRDs (no KubeVirt
-// controller runs; the test acts as KubeVirt's controller), and migrates
-// a tenant's VM: a migration is admitted only with its target constrained
-// to the tenant's pool; the target pod KubeVirt's controller creates is
-// refused for the default scheduler; for the controlled scheduler it
-// waits while the only other node of the pool fails its attestation, and
-// once that node is attested with the allowed measurement it runs there,
-// bound against that node's own evidence, and the key broker releases
-// the tenant's key to it.
-func TestVMMigration(t *testing.T) {
-	f := features.New("confidential VM migration only within the trusted pool").
-		Setup(installVMMigration).
+// migrationSteps migrate a VM of TestAttestation's tenant, on its release
+// (confidential.vmMigrations on, KubeVirt's CRDs, no KubeVirt controller:
+// the test acts as KubeVirt's controller): a migration is admitted only
+// with its target constrained to the tenant's pool; the target pod
+// KubeVirt's controller creates is refused for the default scheduler; for
+// the controlled scheduler it waits while the only other node of the pool
+// fails its attestation, and once that node is attested with the allowed
+// measurement it runs there, bound against that node's own evidence, and
+// the key broker releases the tenant's key to it. The last step changes
+// the release: the target worker's attester states the allowed
+// measurement from then on.
+func migrationSteps(f *features.FeatureBuilder) *features.FeatureBuilder {
+	return f.
+		Assess("VM migration: the tenant's user creates its VMI, and the migrations webhook is called", setUpVMMigration).
 		Assess("G-MIGRATION-TARGET a migration is admitted only with its target constrained to the tenant's pool", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			m := migrationFrom(ctx, t)
 			ns := m.tenant
@@ -146,9 +144,7 @@ func TestVMMigration(t *testing.T) {
 
 			// The node is attested with the allowed measurement: the target
 			// pod binds there, on that evidence.
-			if err := m.cluster.InstallChart(ctx, vmMigrationValues(m.workers, "")); err != nil {
-				t.Fatal(err)
-			}
+			helmInstallAttestation(ctx, t, cfg, "lab")
 			waitAttested(ctx, t, cfg, w, 2*time.Minute, func(s *attestedSpec) bool { return s.TEE.Attestation.Verdict == "Passed" })
 			p := waitRunning(ctx, t, cs, m.tenant, m.target)
 			if p.Spec.NodeName != w {
@@ -158,69 +154,22 @@ func TestVMMigration(t *testing.T) {
 			wantReleased(t, "the target pod", kbsExec(ctx, t, cfg, m.tenant, m.target, k.resource), k.sha256)
 			waitKeyEvent(ctx, t, cs, p, keyReleasedEvent, "granted on node "+w)
 			return ctx
-		}).
-		Teardown(uninstallVMMigration).
-		Feature()
-	testenv.Test(t, f)
+		})
 }
 
-// vmMigrationValues are the chart values of the feature: the platform on
-// the control plane, enforcement (production profile), the webhook with
-// confidential.vmMigrations, the attestation controller (lab profile)
-// with lab attesters on the workers labelled attesterLabel, tampered
-// stating another measurement when set, and the key broker.
-func vmMigrationValues(workers []string, tampered string) map[string]any {
-	sel := map[string]any{"node-role.kubernetes.io/control-plane": ""}
-	tol := []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}}
-	nodeMeasurements := map[string]any{}
-	if tampered != "" {
-		nodeMeasurements[tampered] = lab.TamperedMeasurement
-	}
-	return lab.Merge(lab.PlatformOnControlPlane(), map[string]any{
-		"enforcement": map[string]any{"enabled": true, "profile": "production"},
-		"webhook":     map[string]any{"enabled": true},
-		"confidential": map[string]any{
-			"enabled":      true,
-			"profile":      "lab",
-			"vmMigrations": true,
-			"referenceValues": map[string]any{"measurements": []any{
-				map[string]any{"tee": "SEV-SNP", "measurement": lab.AllowedMeasurement},
-			}},
-			"controller": map[string]any{"interval": "5s", "retryInterval": "2s", "nodeSelector": sel, "tolerations": tol},
-			"attester": map[string]any{
-				"backend":      "lab",
-				"lab":          map[string]any{"measurement": lab.AllowedMeasurement, "nodeMeasurements": nodeMeasurements},
-				"nodeSelector": map[string]any{attesterLabel: "on"},
-			},
-			"keyBroker": map[string]any{"enabled": true, "nodeSelector": sel, "tolerations": tol},
-		},
-	})
-}
-
-// installVMMigration makes the workers a tenant's pool under attesters,
-// gives the tenant a key, installs KubeVirt's CRDs and the chart, lets the
-// tenant's user write VMIs and migrations and KubeVirt's controller pods
-// in the tenant's namespace, and creates the tenant's VMI.
-func installVMMigration(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+// setUpVMMigration installs KubeVirt's CRDs, lets the tenant's user
+// write VMIs and migrations and KubeVirt's controller pods in the
+// namespace of TestAttestation's tenant (its pool, policy and key), and
+// creates the tenant's VMI.
+func setUpVMMigration(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 	cs := clientset(t, cfg)
-	dyn := dynamicClientFor(t, cfg)
 	kubectl := filepath.Join(suite.BinDir, "kubectl")
-	if err := labCluster(t, cfg).ApplyCRDs(ctx); err != nil {
-		t.Fatal(err)
-	}
 	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "apply", "--server-side", "-f",
 		filepath.Join(suite.RepoRoot, "components/gpudevices/config/kubevirt-crds"))
 	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "wait", "--for=condition=Established", "--timeout=60s",
 		"crd/virtualmachineinstances.kubevirt.io", "crd/virtualmachineinstancemigrations.kubevirt.io")
-	c, err := lab.NewCluster(cfg.KubeconfigFile(), suite.BinDir, suite.RepoRoot, suite.ImageTag, suite.Agnhost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &migrationEnv{tenantPool: &tenantPool{tenant: envconf.RandomName("xg-vm", 12), workers: twoWorkers(ctx, t, cs)}, cluster: c}
+	m := &migrationEnv{tenantPool: attestedFrom(ctx, t), cluster: labCluster(t, cfg)}
 	ctx = context.WithValue(ctx, migrationKey{}, m)
-	createTenant(ctx, t, cfg, fixture.MakePlacementPolicy(m.tenant, v1alpha1.SourceAttested).MaxAge(time.Minute).
-		TEE(v1alpha1.TEESEVSNP).Measurements(v1alpha1.Measurement(lab.AllowedMeasurement)).RequireAttestation(30*time.Second).Obj())
-	ctx = setUpKeyRelease(ctx, t, cs, dyn, m.tenant)
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "vm-migration-e2e", Namespace: m.tenant}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances", "virtualmachineinstancemigrations"},
 			Verbs: []string{"get", "list", "watch", "create", "delete"}},
@@ -245,18 +194,6 @@ func installVMMigration(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 			t.Fatal(err)
 		}
 	}
-	for _, w := range m.workers {
-		setPool(ctx, t, cfg, w, m.tenant)
-		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: ptrTo("on")})
-	}
-	if err := c.InstallChart(ctx, vmMigrationValues(m.workers, m.workers[targetWorker])); err != nil {
-		t.Fatal(err)
-	}
-	waitAttested(ctx, t, cfg, m.workers[sourceWorker], 2*time.Minute, func(s *attestedSpec) bool { return s.TEE.Attestation.Verdict == "Passed" })
-	waitAttested(ctx, t, cfg, m.workers[targetWorker], 2*time.Minute, func(s *attestedSpec) bool {
-		return s.TEE.Attestation.Reason == "MEASUREMENT_NOT_ALLOWED"
-	})
-
 	// The VMI names the controlled scheduler, which KubeVirt copies into
 	// its launcher pods.
 	vmi := &unstructured.Unstructured{Object: map[string]any{
@@ -266,6 +203,7 @@ func installVMMigration(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 			"domain": map[string]any{"devices": map[string]any{}}},
 	}}
 	owner := impersonated(t, cfg, vmOwner, nil).Resource(gvrVMI).Namespace(m.tenant)
+	var err error
 	if m.vmi, err = owner.Create(ctx, vmi, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("the tenant creates its VMI: %v", err)
 	}
@@ -282,31 +220,6 @@ func installVMMigration(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 	if err != nil {
 		t.Fatalf("the migrations webhook is not called for namespace %s: %v", m.tenant, err)
 	}
-	return ctx
-}
-
-// uninstallVMMigration removes what the feature made, the chart and the
-// lab chain included, and gives the workers back. KubeVirt's CRDs stay.
-func uninstallVMMigration(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-	m, _ := ctx.Value(migrationKey{}).(*migrationEnv)
-	if m == nil {
-		return ctx
-	}
-	cs := clientset(t, cfg)
-	dyn := dynamicClientFor(t, cfg)
-	zero := int64(0)
-	_ = cs.CoreV1().Pods(m.tenant).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	_ = dyn.Resource(gvrMigration).Namespace(m.tenant).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-	_ = dyn.Resource(gvrVMI).Namespace(m.tenant).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-	tearDownKeyRelease(ctx, t, cs, dyn, m.tenant)
-	if err := m.cluster.UninstallChart(ctx); err != nil {
-		t.Errorf("uninstalling the chart: %v", err)
-	}
-	_ = cs.CoreV1().Secrets(lab.PlatformNamespace).Delete(ctx, "xila-guard-attest-lab-chain", metav1.DeleteOptions{})
-	for _, w := range m.workers {
-		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: nil})
-	}
-	removePoolTenant(ctx, t, cfg, m.tenant, m.workers)
 	return ctx
 }
 
