@@ -2,6 +2,9 @@ package charts
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
@@ -60,6 +63,16 @@ func TestGeneratedTLS(t *testing.T) {
 	}
 	if left := time.Until(cert.NotAfter); left < 365*24*time.Hour {
 		t.Errorf("serving certificate expires in %v", left)
+	}
+	// ECDSA P-256, and the key is the certificate's: the API server opens
+	// a connection with a full handshake for every call beyond its idle
+	// pool, and an RSA signature costs it several times over.
+	pair, err := tls.X509KeyPair([]byte(decodeB64(t, field(secret.raw, "data", "tls.crt"))), []byte(decodeB64(t, field(secret.raw, "data", "tls.key"))))
+	if err != nil {
+		t.Fatalf("the Secret's certificate and key: %v", err)
+	}
+	if k, ok := pair.PrivateKey.(*ecdsa.PrivateKey); !ok || k.Curve != elliptic.P256() {
+		t.Errorf("serving key %T, want ECDSA P-256", pair.PrivateKey)
 	}
 	n := 0
 	for _, o := range objs {

@@ -108,8 +108,12 @@ key, as PEM.
 {{- $state = dict "ca" (index $data "ca.crt" | b64dec) "cert" (index $data "tls.crt" | b64dec) "key" (index $data "tls.key" | b64dec) -}}
 {{- else -}}
 {{- $dns := include "xila-guard.webhook.dnsNames" . | fromYamlArray -}}
-{{- $ca := genCA "xila-guard-webhook-ca" (int $tls.validityDays) -}}
-{{- $cert := genSignedCert (index $dns 2) nil $dns (int $tls.validityDays) $ca -}}
+{{- /* ECDSA P-256: the API server's webhook client keeps 25 idle
+     connections per webhook and opens a new one, with a full handshake,
+     for every call beyond them; an RSA-2048 signature costs that
+     handshake several times an ECDSA one (docs/benchmarks/webhook.md). */ -}}
+{{- $ca := genCAWithKey "xila-guard-webhook-ca" (int $tls.validityDays) (genPrivateKey "ecdsa") -}}
+{{- $cert := genSignedCertWithKey (index $dns 2) nil $dns (int $tls.validityDays) $ca (genPrivateKey "ecdsa") -}}
 {{- $state = dict "ca" $ca.Cert "cert" $cert.Cert "key" $cert.Key -}}
 {{- end -}}
 {{- $_ := set $tls "_generated" $state -}}
