@@ -591,8 +591,8 @@ func TestIntegrationBoundEvidence(t *testing.T) {
 			t.Fatalf("creating pod train: %v", err)
 		}
 		if record != "" {
-			if err := recordPatch(t, schedulerSA, p.UID, &record, ""); err != nil {
-				t.Fatalf("the scheduler recording %s: %v", record, err)
+			if err := bindWithRecord(t, schedulerSA, p, record); err != nil {
+				t.Fatalf("the scheduler binding with record %s: %v", record, err)
 			}
 		}
 		return p
@@ -643,13 +643,19 @@ func TestIntegrationBoundEvidence(t *testing.T) {
 					Target:     corev1.ObjectReference{Kind: "Node", Name: "n1"}}, metav1.CreateOptions{})
 			}, refused, ""},
 		{"an administrator changes the record", admin, recordA, recordBy(&b, ""), refused, recordA},
-		{"the scheduler records the evidence", schedulerSA, "", recordBy(&b, ""), "", recordB},
-		{"the scheduler replaces an earlier record", schedulerSA, recordA, recordBy(&b, ""), "", recordB},
-		{"the scheduler removes an earlier record", schedulerSA, recordA, recordBy(nil, ""), "", ""},
-		{"the scheduler binds", schedulerSA, recordA, func(t *testing.T, c kubernetes.Interface, p *corev1.Pod) error {
+		{"the scheduler binds with the record", schedulerSA, "", func(t *testing.T, _ kubernetes.Interface, p *corev1.Pod) error {
+			return bindWithRecord(t, schedulerSA, p, recordB)
+		}, "", recordB},
+		{"the scheduler binds without a record", schedulerSA, "", func(t *testing.T, c kubernetes.Interface, p *corev1.Pod) error {
 			return c.CoreV1().Pods(evidenceNS).Bind(t.Context(), &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: evidenceNS, UID: p.UID},
 				Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}, metav1.CreateOptions{})
-		}, "", recordA},
+		}, "", ""},
+		// The record travels only on a binding: a stolen scheduler token
+		// cannot re-stamp a bound pod after its node changed.
+		{"the scheduler adds a record to a pod", schedulerSA, "", recordBy(&b, ""), refused, ""},
+		{"the scheduler re-stamps a bound pod's record", schedulerSA, recordA, recordBy(&b, ""), refused, recordA},
+		{"the scheduler removes a bound pod's record", schedulerSA, recordA, recordBy(nil, ""), refused, recordA},
+		{"the scheduler changes the record through pods/status", schedulerSA, recordA, recordBy(&b, "status"), refused, recordA},
 	}
 	for _, tc := range cases {
 		t.Run("G-BOUND-EVIDENCE "+tc.name, func(t *testing.T) {
@@ -682,8 +688,12 @@ func recordBy(record *string, sub string) func(t *testing.T, c kubernetes.Interf
 	}
 }
 
-func recordPatch(t *testing.T, who principal, uid types.UID, record *string, sub string) error {
-	return patchRecord(t.Context(), who.client(t), uid, record, sub)
+// bindWithRecord binds the pod to node n1 as who, with the record on the
+// Binding, as the controlled scheduler binds.
+func bindWithRecord(t *testing.T, who principal, p *corev1.Pod, record string) error {
+	return who.client(t).CoreV1().Pods(p.Namespace).Bind(t.Context(), &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, Annotations: map[string]string{guard.AnnotationBoundEvidence: record}},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: "n1"}}, metav1.CreateOptions{})
 }
 
 // patchRecord is the plugin's JSON merge patch of pod train's record,

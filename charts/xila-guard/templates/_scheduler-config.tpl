@@ -27,6 +27,9 @@ profiles:
       - name: XilaGuardEnforcement
       disabled:
       - name: TaintToleration
+    bind:
+      enabled:
+      - name: XilaGuardEnforcement
 {{- if .Values.confidential.enabled }}
   pluginConfig:
   - name: XilaGuardEnforcement

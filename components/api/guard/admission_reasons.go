@@ -72,9 +72,10 @@ const (
 	// another node's pod's, which would make that pod an endpoint of the
 	// tenant's Services.
 	ReasonPodAddressOutsideNode Reason = "POD_ADDRESS_OUTSIDE_NODE"
-	// ReasonBoundEvidenceReserved: a principal other than the controlled
-	// scheduler adds, changes or removes a pod's AnnotationBoundEvidence
-	// (at CREATE, UPDATE, through pods/status or a binding). The API
+	// ReasonBoundEvidenceReserved: a pod's AnnotationBoundEvidence is
+	// added, changed or removed otherwise than on the controlled
+	// scheduler's or a record binder's binding (at CREATE, UPDATE,
+	// through pods/status, or another principal's binding). The API
 	// server gives it, from the chart's admission policy
 	// xila-guard-bound-evidence, not the webhook.
 	ReasonBoundEvidenceReserved Reason = "BOUND_EVIDENCE_RESERVED"

@@ -100,9 +100,10 @@ const (
 const (
 	// AnnotationBoundEvidence records, on a pod, the node UID and the
 	// evidence incarnation the pod was judged on when it was bound, as
-	// "<node UID>/<incarnation>". The controlled scheduler writes it in
-	// PreBind; an admission policy lets only the platform write or change
-	// it. The key broker releases a key to the pod only while its node's
+	// "<node UID>/<incarnation>". The controlled scheduler puts it on the
+	// Binding it binds the pod with (what PreBind judged), which the API
+	// server copies onto the pod as it sets the node; an admission policy
+	// lets it be written only so, and only by the platform. The key broker releases a key to the pod only while its node's
 	// evidence still has that node UID and incarnation: a node rebooted or
 	// re-provisioned since the bind gets nothing until the pod is placed
 	// again.

@@ -16,7 +16,7 @@ const maxAnswers = 128
 // answers remembers the evaluator's answers about snapshots for a short
 // while, so that a burst of a tenant's pods is judged once. The evaluator is a pure function of its input and the time, so an
 // identical snapshot gets the same answer; only time-based findings can
-// differ, by at most the reuse window, and PreBind judges the chosen node
+// differ, by at most the reuse window, and Bind judges the chosen node
 // on fresh facts before any bind.
 type answers struct {
 	window time.Duration

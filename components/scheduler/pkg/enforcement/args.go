@@ -16,7 +16,7 @@ import (
 // DefaultAnswerReuse is how long an answer about an unchanged snapshot is
 // reused by default: long enough to serve a burst of a tenant's pods with
 // one evaluation, short enough that time-based findings (stale evidence)
-// are seen at once — and PreBind re-judges on fresh facts anyway.
+// are seen at once — and Bind re-judges on fresh facts anyway.
 const DefaultAnswerReuse = 500 * time.Millisecond
 
 // MaxAnswerReuse bounds Args.AnswerReuse.
@@ -34,14 +34,14 @@ type Args struct {
 	// AnswerReuse is how long PreFilter may reuse the evaluator's answer
 	// about a snapshot identical to one it has judged: same profile,
 	// tenant, policy version, and nodes with the same UIDs and evidence
-	// versions. PreBind never reuses an answer. Default 500ms; 0 judges
+	// versions. Bind never reuses an answer. Default 500ms; 0 judges
 	// in every cycle.
 	AnswerReuse *metav1.Duration `json:"answerReuse,omitempty"`
 	// PoolLabel is the node label whose value names a node's pool, and the
 	// key of the pool taint; default guard.xila.us/tenant-pool.
 	PoolLabel string `json:"poolLabel,omitempty"`
 	// AttestationURL is the base URL of the attestation controller's
-	// challenge endpoint (docs/attest.md). When set, PreBind asks it to
+	// challenge endpoint (docs/attest.md). When set, Bind asks it to
 	// attest a node whose attested evidence is refused only for its age or
 	// a missing verdict, and judges the node again. Empty: no re-challenge.
 	AttestationURL string `json:"attestationURL,omitempty"`

@@ -14,7 +14,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
-// DefaultChallengeTimeout bounds a PreBind re-challenge by default.
+// DefaultChallengeTimeout bounds a Bind re-challenge by default.
 const DefaultChallengeTimeout = time.Second
 
 // MaxChallengeTimeout bounds Args.ChallengeTimeout: a bind waits for it.

@@ -15,10 +15,11 @@
 //     anything else UnschedulableAndUnresolvable, with the evaluator's
 //     reason codes in the message. Other pools are closed, and pods that
 //     are not protected never reach a pool node.
-//   - PreBind re-reads the node, its NodeSecurityState and the policy from
+//   - Bind re-reads the node, its NodeSecurityState and the policy from
 //     the API server and re-judges the chosen node; it refuses the bind on
 //     anything but allow, or when the node's UID or evidence incarnation
-//     changed since Filter.
+//     changed since Filter, and binds the pod with the record of the
+//     evidence it judged on the Binding (guard.AnnotationBoundEvidence).
 //
 // The plugin also replaces the TaintToleration filter, which the
 // xila-guard-scheduler profile disables, so that the pool taint counts as

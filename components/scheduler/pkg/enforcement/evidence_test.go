@@ -2,7 +2,6 @@ package enforcement
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -17,13 +16,14 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
-// TestPreBindRecordsEvidence: a pod allowed on its node's evidence is
-// bound only once guard.AnnotationBoundEvidence records the judged node
-// UID and the incarnation of the evidence PreBind read; a pod allowed
-// without evidence gets no record and loses a stale one; a failed write
-// fails PreBind; a refused bind writes nothing.
-func TestPreBindRecordsEvidence(t *testing.T) {
-	const stored = "old-uid/boot-0" // a record left by an earlier attempt
+// TestBindRecordsEvidence: a pod allowed on its node's evidence is bound
+// by a Binding that carries, in guard.AnnotationBoundEvidence, the judged
+// node UID and the incarnation of the evidence PreBind read, and that the
+// API server copies onto the pod with the bind; no other call is made. A
+// pod allowed without evidence is left to the default binder and gets no
+// record; a failed bind leaves the pod unbound and unrecorded; a refused
+// PreBind binds nothing.
+func TestBindRecordsEvidence(t *testing.T) {
 	cases := []struct {
 		name  string
 		world func(w *world)
@@ -32,57 +32,47 @@ func TestPreBindRecordsEvidence(t *testing.T) {
 		bindTo string
 		// between changes the world after Filter.
 		between func(h *harness)
-		// failPatch makes the API server refuse every pod patch.
-		failPatch bool
-		bind      want
+		// failBind makes the API server refuse every binding.
+		failBind bool
+		bind     want
 		// record is the annotation the pod carries afterwards, "" for
-		// none; patches is how many pod patches PreBind sent.
-		record  string
-		patches int
+		// none; bindings is how many bindings were sent, and how many of
+		// them carried the record.
+		record            string
+		bindings, records int
 	}{{
 		name: "allowed on evidence: the node UID and incarnation judged", bindTo: "a1",
-		record: "a1-uid/boot-1", patches: 1,
+		record: "a1-uid/boot-1", bindings: 1, records: 1,
 	}, {
 		name: "the incarnation PreBind read, not a cached one", bindTo: "a1",
 		world:   func(w *world) { w.states[0].Spec.Incarnation = "" },
 		between: func(h *harness) { h.guard.put(nodeState(poolNode("a1", acme), "boot-7")) },
-		record:  "a1-uid/boot-7", patches: 1,
+		record:  "a1-uid/boot-7", bindings: 1, records: 1,
 	}, {
-		name: "a record of an earlier attempt is replaced, other annotations kept", bindTo: "a2",
-		pod:    annotate(map[string]string{guard.AnnotationBoundEvidence: stored, "team": "vision"}),
-		record: "a2-uid/boot-1", patches: 1,
+		name: "the pod's other annotations are kept", bindTo: "a2",
+		pod:    annotate(map[string]string{"team": "vision"}),
+		record: "a2-uid/boot-1", bindings: 1, records: 1,
 	}, {
 		name: "lab: mock evidence is recorded like any", bindTo: "a1",
 		world: func(w *world) {
 			w.profile = guard.ProfileLab
 			mocked(&w.states[0].Spec)
 		},
-		record: "a1-uid/boot-1", patches: 1,
+		record: "a1-uid/boot-1", bindings: 1, records: 1,
 	}, {
-		name: "the write fails: PreBind fails, the bind is retried", bindTo: "a1", failPatch: true,
-		bind: want{fwk.Error, "recording on pod acme-ml/train the evidence of node a1 it was judged on (a1-uid/boot-1): the API server is unavailable"}, patches: 1,
+		name: "the bind fails: the pod is neither bound nor recorded, and is retried", bindTo: "a1", failBind: true,
+		bind:     want{fwk.Error, "binding pod acme-ml/train to node a1 with the evidence it was judged on (a1-uid/boot-1): the API server is unavailable"},
+		bindings: 1, records: 1,
 	}, {
-		name: "allowed without evidence (confinement Any, a node in no pool): no record", bindTo: "free",
-		world: func(w *world) { w.policies[0].Spec.Confinement = v1alpha1.ConfinementAny },
+		name: "allowed without evidence (confinement Any, a node in no pool): the default binder, no record", bindTo: "free",
+		world:    func(w *world) { w.policies[0].Spec.Confinement = v1alpha1.ConfinementAny },
+		bindings: 1,
 	}, {
-		name: "allowed without evidence: a record of an earlier attempt is removed", bindTo: "free",
-		world:   func(w *world) { w.policies[0].Spec.Confinement = v1alpha1.ConfinementAny },
-		pod:     annotate(map[string]string{guard.AnnotationBoundEvidence: stored}),
-		patches: 1,
-	}, {
-		name: "allowed without evidence, removing a stale record fails: PreBind fails", bindTo: "free", failPatch: true,
-		world: func(w *world) { w.policies[0].Spec.Confinement = v1alpha1.ConfinementAny },
-		pod:   annotate(map[string]string{guard.AnnotationBoundEvidence: stored}),
-		bind:  want{fwk.Error, "removing from pod acme-ml/train the evidence an earlier attempt to bind it recorded"},
-		// The pod keeps what it had: the key broker finds that it names
-		// another node's evidence.
-		record: stored, patches: 1,
-	}, {
-		name: "refused at PreBind: nothing written", bindTo: "a1",
+		name: "refused at PreBind: nothing bound", bindTo: "a1",
 		between: func(h *harness) { h.guard.put(changed(nodeState(poolNode("a1", acme), "boot-1"), timeSliced)) },
 		bind:    want{fwk.Unschedulable, "TIME_SLICING_FORBIDDEN"},
 	}, {
-		name: "refused for a new incarnation: nothing written", bindTo: "a1",
+		name: "refused for a new incarnation: nothing bound", bindTo: "a1",
 		between: func(h *harness) { h.guard.put(nodeState(poolNode("a1", acme), "boot-2")) },
 		bind:    want{fwk.UnschedulableAndUnresolvable, "NODE_CHANGED"},
 	}}
@@ -98,9 +88,9 @@ func TestPreBindRecordsEvidence(t *testing.T) {
 				tc.pod(p)
 			}
 			must(t, h.core.Tracker().Add(p))
-			if tc.failPatch {
-				h.core.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-					return true, nil, errors.New("the API server is unavailable")
+			if tc.failBind {
+				h.core.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					return a.GetSubresource() == "binding", nil, errors.New("the API server is unavailable")
 				})
 			}
 			c := h.schedule(p)
@@ -111,22 +101,25 @@ func TestPreBindRecordsEvidence(t *testing.T) {
 				tc.between(h)
 			}
 			h.core.ClearActions()
-			check(t, "PreBind "+tc.bindTo, h.bind(c, p, tc.bindTo), tc.bind)
+			check(t, "bind "+tc.bindTo, h.bind(c, p, tc.bindTo), tc.bind)
 
 			got, err := h.core.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
 			must(t, err)
 			if v := got.Annotations[guard.AnnotationBoundEvidence]; v != tc.record {
 				t.Errorf("annotation %s = %q, want %q", guard.AnnotationBoundEvidence, v, tc.record)
 			}
-			if tc.pod != nil && tc.record != "" && got.Annotations["team"] != p.Annotations["team"] {
+			if tc.pod != nil && got.Annotations["team"] != p.Annotations["team"] {
 				t.Errorf("the pod's other annotations changed: %v", got.Annotations)
 			}
-			patches := podPatches(h)
-			if len(patches) != tc.patches {
-				t.Fatalf("%d pod patches, want %d: %v", len(patches), tc.patches, patches)
+			if bound := tc.bind.code == fwk.Success; bound != (got.Spec.NodeName == tc.bindTo) {
+				t.Errorf("pod on node %q after the bind returned %v", got.Spec.NodeName, tc.bind.code)
 			}
-			for _, pa := range patches {
-				checkRecordPatch(t, pa, p)
+			bindings, records := podBindings(h, p)
+			if len(bindings) != tc.bindings || records != tc.records {
+				t.Errorf("%d bindings, %d with the record; want %d, %d", len(bindings), records, tc.bindings, tc.records)
+			}
+			if n := len(h.core.Actions()) - len(bindings) - podGets(h); n != 0 {
+				t.Errorf("%d calls besides the bindings: %v", n, h.core.Actions())
 			}
 		})
 	}
@@ -142,7 +135,7 @@ func TestPreBindRecordsReattestedEvidence(t *testing.T) {
 	p := pod(acmeNS, "train")
 	c := h.schedule(p)
 	h.guard.put(changed(nodeState(poolNode("a1", acme), "boot-1"), attestedAt(time.Now().Add(-2*time.Hour))))
-	check(t, "PreBind a1", h.bind(c, p, "a1"), want{})
+	check(t, "bind a1", h.bind(c, p, "a1"), want{})
 	got, err := h.core.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
 	must(t, err)
 	if v := got.Annotations[guard.AnnotationBoundEvidence]; v != "a1-uid/boot-1" {
@@ -150,16 +143,16 @@ func TestPreBindRecordsReattestedEvidence(t *testing.T) {
 	}
 }
 
-// TestUnprotectedPodsGetNoRecord: pods of no tenant skip PreBind, and
-// nothing is written on them.
+// TestUnprotectedPodsGetNoRecord: pods of no tenant skip PreBind and the
+// plugin's Bind: the default binder binds them, with no record.
 func TestUnprotectedPodsGetNoRecord(t *testing.T) {
 	h := acmeWorld().start(t)
 	p := pod(plain, "web")
 	c := h.schedule(p)
 	h.core.ClearActions()
-	check(t, "PreBind free", h.bind(c, p, "free"), want{})
-	if patches := podPatches(h); len(patches) != 0 {
-		t.Errorf("pod patches for a pod of no tenant: %v", patches)
+	check(t, "bind free", h.bind(c, p, "free"), want{})
+	if bindings, records := podBindings(h, p); len(bindings) != 1 || records != 0 {
+		t.Errorf("%d bindings, %d with a record, for a pod of no tenant; want 1, 0", len(bindings), records)
 	}
 }
 
@@ -167,46 +160,36 @@ func annotate(a map[string]string) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Annotations = a }
 }
 
-// podPatches returns the pod patches sent to the API server.
-func podPatches(h *harness) []k8stesting.PatchAction {
-	var out []k8stesting.PatchAction
+// podBindings returns the bindings sent for the pod, and how many of them
+// carry a record; each must name the pod's UID.
+func podBindings(h *harness, p *corev1.Pod) ([]*corev1.Binding, int) {
+	h.t.Helper()
+	var out []*corev1.Binding
+	records := 0
 	for _, a := range h.core.Actions() {
-		if pa, ok := a.(k8stesting.PatchAction); ok && a.GetResource().Resource == "pods" {
-			out = append(out, pa)
+		ca, ok := a.(k8stesting.CreateAction)
+		if !ok || a.GetSubresource() != "binding" {
+			continue
 		}
+		b := ca.GetObject().(*corev1.Binding)
+		if b.Namespace != p.Namespace || b.Name != p.Name || b.UID != p.UID {
+			h.t.Errorf("binding of %s/%s (UID %q), want pod %s/%s (UID %s)", b.Namespace, b.Name, b.UID, p.Namespace, p.Name, p.UID)
+		}
+		if _, ok := b.Annotations[guard.AnnotationBoundEvidence]; ok {
+			records++
+		}
+		out = append(out, b)
 	}
-	return out
+	return out, records
 }
 
-// checkRecordPatch holds a patch to what PreBind may send: a JSON merge
-// patch of the pod, naming its UID, that touches only the annotation.
-func checkRecordPatch(t *testing.T, pa k8stesting.PatchAction, p *corev1.Pod) {
-	t.Helper()
-	if pa.GetName() != p.Name || pa.GetNamespace() != p.Namespace || pa.GetSubresource() != "" {
-		t.Errorf("patch of %s/%s/%s, want pod %s/%s", pa.GetNamespace(), pa.GetName(), pa.GetSubresource(), p.Namespace, p.Name)
+// podGets counts the test's own reads of pods.
+func podGets(h *harness) int {
+	n := 0
+	for _, a := range h.core.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "pods" {
+			n++
+		}
 	}
-	if pa.GetPatchType() != "application/merge-patch+json" {
-		t.Errorf("patch type %s, want a JSON merge patch", pa.GetPatchType())
-	}
-	var body struct {
-		Metadata map[string]json.RawMessage `json:"metadata"`
-	}
-	if err := json.Unmarshal(pa.GetPatch(), &body); err != nil {
-		t.Fatalf("patch %s: %v", pa.GetPatch(), err)
-	}
-	var annotations map[string]*string
-	if err := json.Unmarshal(body.Metadata["annotations"], &annotations); err != nil {
-		t.Fatalf("patch %s: %v", pa.GetPatch(), err)
-	}
-	var top map[string]json.RawMessage
-	must(t, json.Unmarshal(pa.GetPatch(), &top))
-	if len(top) != 1 || len(body.Metadata) != 2 || len(annotations) != 1 {
-		t.Errorf("patch %s: want metadata.uid and the one annotation only", pa.GetPatch())
-	}
-	if _, ok := annotations[guard.AnnotationBoundEvidence]; !ok {
-		t.Errorf("patch %s does not name %s", pa.GetPatch(), guard.AnnotationBoundEvidence)
-	}
-	if string(body.Metadata["uid"]) != `"`+string(p.UID)+`"` {
-		t.Errorf("patch %s: want the pod's UID %s as a precondition", pa.GetPatch(), p.UID)
-	}
+	return n
 }

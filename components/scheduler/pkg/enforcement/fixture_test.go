@@ -2,6 +2,7 @@ package enforcement
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -104,6 +106,7 @@ func (w world) start(t testing.TB) *harness {
 		h.guard.put(o)
 	}
 	h.core = fake.NewClientset(objs...)
+	h.core.PrependReactor("create", "pods", h.applyBinding)
 	h.snapshot = internalcache.NewSnapshot(nil, w.nodes)
 
 	s := settings{profile: w.profile, answerReuse: w.answerReuse, poolLabel: guard.LabelTenantPool}
@@ -124,8 +127,10 @@ func (w world) start(t testing.TB) *harness {
 	}
 	h.fw, err = tf.NewFramework(ctx, []tf.RegisterPluginFunc{
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
+		// Bind plugins run in the order registered: the plugin first, as
+		// the scheduler's profile lists it, then the default binder.
+		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Filter", "Reserve", "Bind"),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
-		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Filter", "Reserve", "PreBind"),
 	}, guard.SchedulerName,
 		frameworkruntime.WithSnapshotSharedLister(h.snapshot),
 		frameworkruntime.WithClientSet(h.core),
@@ -166,9 +171,37 @@ func (h *harness) schedule(pod *corev1.Pod) *cycle {
 	return c
 }
 
-// bind runs Reserve, the PreBind pre-flight and PreBind for the node. The
-// pod is in the API server, as every pod the scheduler binds, for PreBind
-// to record its evidence on.
+// applyBinding does what the API server does with a pod's Binding: it
+// refuses one for another pod UID or for a pod already bound, and sets the
+// pod's node and copies the Binding's annotations onto it in one write.
+func (h *harness) applyBinding(a k8stesting.Action) (bool, runtime.Object, error) {
+	ca, ok := a.(k8stesting.CreateAction)
+	if !ok || ca.GetSubresource() != "binding" {
+		return false, nil, nil
+	}
+	b := ca.GetObject().(*corev1.Binding)
+	gvr := corev1.SchemeGroupVersion.WithResource("pods")
+	obj, err := h.core.Tracker().Get(gvr, b.Namespace, b.Name)
+	if err != nil {
+		return true, nil, err
+	}
+	p := obj.(*corev1.Pod).DeepCopy()
+	if (b.UID != "" && b.UID != p.UID) || p.Spec.NodeName != "" {
+		return true, nil, apierrors.NewConflict(gvr.GroupResource(), b.Name, fmt.Errorf("pod %s/%s (UID %s) is bound to %q", p.Namespace, p.Name, p.UID, p.Spec.NodeName))
+	}
+	p.Spec.NodeName = b.Target.Name
+	for k, v := range b.Annotations {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[k] = v
+	}
+	return true, b, h.core.Tracker().Update(gvr, p, p.Namespace)
+}
+
+// bind runs Reserve and the Bind plugins for the node, as the scheduler's
+// binding cycle does (the plugin has no PreBind). The pod is in the API
+// server, as every pod the scheduler binds.
 func (h *harness) bind(c *cycle, pod *corev1.Pod, node string) *fwk.Status {
 	h.t.Helper()
 	ctx := context.Background()
@@ -178,12 +211,10 @@ func (h *harness) bind(c *cycle, pod *corev1.Pod, node string) *fwk.Status {
 	if s := h.fw.RunReservePluginsReserve(ctx, c.state, pod, node); !s.IsSuccess() {
 		h.t.Fatalf("Reserve: %v", s)
 	}
-	if s := h.fw.RunPreBindPreFlights(ctx, c.state, pod, node); s.IsSkip() {
-		return nil
-	} else if !s.IsSuccess() {
-		return s
+	if s := h.fw.RunPreBindPreFlights(ctx, c.state, pod, node); !s.IsSkip() {
+		h.t.Fatalf("PreBind pre-flight %v: want Skip, so that kube-scheduler writes no nominatedNodeName first", s)
 	}
-	return h.fw.RunPreBindPlugins(ctx, c.state, pod, node)
+	return h.fw.RunBindPlugins(ctx, c.state, pod, node)
 }
 
 // recorder stands between the plugin and the real evaluator: it counts

@@ -8,17 +8,17 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
-// freshReadTimeout bounds a shared read: it runs on behalf of every PreBind
+// freshReadTimeout bounds a shared read: it runs on behalf of every Bind
 // that joins it, so no single caller's context may cancel it.
 const freshReadTimeout = 30 * time.Second
 
-// sharedReads lets PreBinds share their API reads without ever using one
-// older than themselves: a PreBind that started waiting at since may take
+// sharedReads lets Binds share their API reads without ever using one
+// older than themselves: a Bind that started waiting at since may take
 // the result of a read of the same object that was sent at or after since,
 // whether that read is still in flight or already answered. The guarantee
 // is the one of a read of its own: the facts were read from the API server
-// after the pod reached PreBind, so after it was judged. Under a burst, the
-// PreBinds queued for a slot find most of their reads already made — the
+// after the pod reached Bind, so after it was judged. Under a burst, the
+// Binds queued for a slot find most of their reads already made — the
 // policy of a tenant is read once per slot turn, not once per pod.
 type sharedReads struct {
 	r   guardReader
@@ -85,7 +85,7 @@ func (s *sharedReads) get(ctx context.Context, key readKey, since time.Time, rea
 			defer cancel()
 			rd.obj, rd.err = read(rctx)
 			if rd.err != nil {
-				// A failure answers the PreBinds that joined it; later
+				// A failure answers the Binds that joined it; later
 				// ones try again.
 				s.mu.Lock()
 				if s.reads[key] == rd {

@@ -12,7 +12,7 @@ import (
 // Extension points, as metric labels.
 const (
 	pointPreFilter = "PreFilter"
-	pointPreBind   = "PreBind"
+	pointBind      = "Bind"
 )
 
 var (
@@ -31,26 +31,26 @@ var (
 
 	refusalsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "xila_guard", Subsystem: "scheduler", Name: "pod_refusals_total",
-		Help:           "Pods refused on every node at PreFilter, or refused a bind at PreBind, by the first reason code.",
+		Help:           "Pods refused on every node at PreFilter, or refused a bind at Bind, by the first reason code.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"point", "reason"})
 
 	rechallengesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "xila_guard", Subsystem: "scheduler", Name: "rechallenges_total",
-		Help:           "PreBind re-attestations of a node whose attested evidence was too old, by result: ok (the controller wrote fresh evidence) or error.",
+		Help:           "Bind-time re-attestations of a node whose attested evidence was too old, by result: ok (the controller wrote fresh evidence) or error.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 
 	rechallengeDuration = metrics.NewHistogram(&metrics.HistogramOpts{
 		Namespace: "xila_guard", Subsystem: "scheduler", Name: "rechallenge_duration_seconds",
-		Help:           "Duration of PreBind re-attestations, from the request to the controller's answer.",
+		Help:           "Duration of bind-time re-attestations, from the request to the controller's answer.",
 		Buckets:        metrics.ExponentialBuckets(0.001, 2, 14),
 		StabilityLevel: metrics.ALPHA,
 	})
 
 	evidenceRecordsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "xila_guard", Subsystem: "scheduler", Name: "evidence_records_total",
-		Help:           "PreBind writes of a protected pod's guard.xila.us/bound-evidence annotation, by result: ok, or error (the bind is refused and retried).",
+		Help:           "Bindings of protected pods that carry the guard.xila.us/bound-evidence record, by result: ok, or error (the pod is not bound and is retried).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 

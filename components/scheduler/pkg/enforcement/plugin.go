@@ -28,14 +28,14 @@ const Name = guard.PluginName
 // namespace decides the tenant, and so every answer of this plugin.
 const namespaceSignerName = "v1.Pod.Namespace"
 
-// maxConcurrentConfirms bounds the PreBind re-judgements in flight. The
+// maxConcurrentConfirms bounds the Bind re-judgements in flight. The
 // scheduler binds in a goroutine per pod; under a burst, thousands of them
 // would each send their API reads at once, and thrash. Waiting here
-// instead keeps the API server's load even, and lets the waiting PreBinds
+// instead keeps the API server's load even, and lets the waiting Binds
 // share the reads of the ones ahead of them.
 const maxConcurrentConfirms = 64
 
-// freshReadsPerBind is how many API reads PreBind makes for one pod. The
+// freshReadsPerBind is how many API reads Bind makes for one pod. The
 // plugin's own client gets that multiple of the scheduler's rate limit, so
 // that the re-reads never throttle binding.
 const freshReadsPerBind = 2
@@ -53,9 +53,9 @@ type Enforcement struct {
 	caches   *caches
 	guard    *sharedReads
 	activate *activator
-	// confirms holds a slot for each PreBind re-judgement in flight.
+	// confirms holds a slot for each Bind re-judgement in flight.
 	confirms chan struct{}
-	// challenger re-attests a node at PreBind; nil without an
+	// challenger re-attests a node at Bind; nil without an
 	// attestationURL.
 	challenger challenger
 	// taintComparisonOperators follows the feature gate of the same name,
@@ -67,7 +67,7 @@ var (
 	_ fwk.PreFilterPlugin   = &Enforcement{}
 	_ fwk.FilterPlugin      = &Enforcement{}
 	_ fwk.ReservePlugin     = &Enforcement{}
-	_ fwk.PreBindPlugin     = &Enforcement{}
+	_ fwk.BindPlugin        = &Enforcement{}
 	_ fwk.PostFilterPlugin  = &Enforcement{}
 	_ fwk.EnqueueExtensions = &Enforcement{}
 	_ fwk.SignPlugin        = &Enforcement{}
@@ -154,7 +154,7 @@ func (pl *Enforcement) Filter(ctx context.Context, cs fwk.CycleState, pod *corev
 	return pl.taintStatus(klog.FromContext(ctx), pod, node, st.id.pool())
 }
 
-// Reserve remembers the UID of the chosen node, for PreBind to compare.
+// Reserve remembers the UID of the chosen node, for Bind to compare.
 func (pl *Enforcement) Reserve(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, nodeName string) *fwk.Status {
 	st, err := readState(cs)
 	if err != nil {
@@ -171,41 +171,8 @@ func (pl *Enforcement) Reserve(_ context.Context, cs fwk.CycleState, _ *corev1.P
 	return nil
 }
 
-// Unreserve has nothing to undo: Reserve only took a note for PreBind.
+// Unreserve has nothing to undo: Reserve only took a note for Bind.
 func (pl *Enforcement) Unreserve(context.Context, fwk.CycleState, *corev1.Pod, string) {}
-
-// PreBindPreFlight skips PreBind for pods that are not protected.
-func (pl *Enforcement) PreBindPreFlight(_ context.Context, cs fwk.CycleState, _ *corev1.Pod, _ string) *fwk.Status {
-	st, err := readState(cs)
-	if err != nil {
-		return fwk.AsStatus(err)
-	}
-	if !st.id.protected {
-		return fwk.NewStatus(fwk.Skip)
-	}
-	return nil
-}
-
-// PreBind re-judges the chosen node on its NodeSecurityState and policy as
-// read from the API server, and refuses the bind, which sends the pod back
-// to the queue, unless the evaluator allows it and the node is still the
-// one Filter judged. On the allow it records, in the pod's annotation
-// guard.AnnotationBoundEvidence, the node UID and evidence incarnation it
-// judged; a pod it cannot record that on is not bound.
-func (pl *Enforcement) PreBind(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	st, err := readState(cs)
-	if err != nil {
-		return fwk.AsStatus(err)
-	}
-	if !st.id.protected {
-		return nil
-	}
-	state, status := pl.confirm(ctx, pod, st, nodeName)
-	if !status.IsSuccess() {
-		return status
-	}
-	return pl.recordEvidence(ctx, pod, nodeName, state)
-}
 
 // New builds the plugin, and the evaluator of its profile, from its Args
 // and the environment variables of the architecture, which take

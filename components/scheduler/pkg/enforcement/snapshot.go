@@ -16,7 +16,7 @@ import (
 // tenant's pool with its cached evidence, then the first node in no pool.
 // The evaluator decides a node in no pool by its placement alone (allowed
 // under confinement Any, refused under Pool), so one answer stands for all
-// of them; PreBind still asks about the very node chosen. Nodes of other
+// of them; Bind still asks about the very node chosen. Nodes of other
 // pools are not asked about: whatever their evidence, the answer is
 // TENANT_MISMATCH. unpooled is the index of the node in no pool, or -1;
 // key identifies the snapshot for answer reuse, and is empty when the
@@ -110,7 +110,7 @@ func lookup(st *cycleState, node *corev1.Node, pool string) *fwk.Status {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) refused by Xila Guard: not judged in this scheduling cycle")
 	}
 	if j.rechallenge {
-		return nil // PreBind attests it anew and judges it on that
+		return nil // Bind attests it anew and judges it on that
 	}
 	return nodeStatus(j)
 }

@@ -22,7 +22,7 @@ type judgement struct {
 	incarnation string
 	// rechallenge: the node is refused only because its attested evidence
 	// is too old or has no verdict, and an attestation controller can
-	// attest it anew: Filter lets it through and PreBind re-challenges
+	// attest it anew: Filter lets it through and Bind re-challenges
 	// it, refusing the bind unless the fresh evidence allows it.
 	rechallenge bool
 }
@@ -32,7 +32,7 @@ func newJudgement(uid types.UID, r wire.NodeResult) *judgement {
 }
 
 // cycleState is one scheduling cycle's snapshot: written by PreFilter, read
-// by Filter, Reserve and PreBind.
+// by Filter, Reserve and Bind.
 type cycleState struct {
 	id identity
 	// judged holds the tenant's pool nodes by name.

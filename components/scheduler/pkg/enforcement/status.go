@@ -11,7 +11,7 @@ import (
 )
 
 // nodeStatus turns the evaluator's answer about a node into a Filter (or
-// PreBind) status, following the condition table of the architecture:
+// Bind) status, following the condition table of the architecture:
 //
 //	allow                               Success
 //	deny                                Unschedulable

@@ -23,7 +23,7 @@ type guardReader interface {
 	PlacementPolicy(ctx context.Context, name string) (*v1alpha1.PlacementPolicy, error)
 }
 
-// freshFacts is what PreBind read from the API server, with the tenant as
+// freshFacts is what Bind read from the API server, with the tenant as
 // resolved again from the caches.
 type freshFacts struct {
 	state *v1alpha1.NodeSecurityState // nil when the node has none
@@ -60,7 +60,7 @@ func (pl *Enforcement) confirm(ctx context.Context, pod *corev1.Pod, st *cycleSt
 	rechallengeDuration.Observe(time.Since(at).Seconds())
 	if err != nil {
 		rechallengesTotal.WithLabelValues("error").Inc()
-		countRefusal(pointPreBind, []guard.Reason{guard.ReasonAttestationStale})
+		countRefusal(pointBind, []guard.Reason{guard.ReasonAttestationStale})
 		return nil, fwk.NewStatus(status.Code(), status.Message()+"; re-attesting the node failed: "+err.Error())
 	}
 	rechallengesTotal.WithLabelValues("ok").Inc()
@@ -101,13 +101,13 @@ func (pl *Enforcement) judgeFresh(ctx context.Context, pod *corev1.Pod, st *cycl
 	if f.state != nil {
 		n.State = &f.state.Spec
 	}
-	ev, err := pl.evaluate(ctx, pointPreBind, pl.request(pod, &f.id, []wire.Node{n}))
+	ev, err := pl.evaluate(ctx, pointBind, pl.request(pod, &f.id, []wire.Node{n}))
 	if err != nil {
-		countRefusal(pointPreBind, []guard.Reason{guard.ReasonEvaluatorError})
+		countRefusal(pointBind, []guard.Reason{guard.ReasonEvaluatorError})
 		return nil, mismatchStatus(err), false
 	}
 	if ev.Pod.Decision != guard.DecisionAllow {
-		countRefusal(pointPreBind, ev.Pod.Reasons)
+		countRefusal(pointBind, ev.Pod.Reasons)
 		return nil, podStatus(ev.Pod, f.id.note), false
 	}
 	r := ev.Results[0]
@@ -116,13 +116,13 @@ func (pl *Enforcement) judgeFresh(ctx context.Context, pod *corev1.Pod, st *cycl
 	}
 	stale = freshAttestationHelps(n.State, r.Reasons)
 	if !stale || pl.challenger == nil {
-		countRefusal(pointPreBind, r.Reasons)
+		countRefusal(pointBind, r.Reasons)
 	}
 	return nil, nodeStatus(newJudgement(n.UID, r)), stale
 }
 
 // readFresh reads the node's evidence and the policy from the API server,
-// both at once, or takes reads other PreBinds sent after since. The tenant and the name of its policy are resolved again
+// both at once, or takes reads other Binds sent after since. The tenant and the name of its policy are resolved again
 // from the caches, as in PreFilter: if the tenant changed since, the bind
 // is refused and the next cycle judges afresh.
 func (pl *Enforcement) readFresh(ctx context.Context, namespace string, st *cycleState, nodeName string, since time.Time) (*freshFacts, *fwk.Status) {
@@ -131,7 +131,7 @@ func (pl *Enforcement) readFresh(ctx context.Context, namespace string, st *cycl
 		return nil, fwk.AsStatus(err)
 	}
 	if id.tenant == nil || id.tenant.ID != st.id.tenant.ID || id.pool() != st.id.pool() {
-		countRefusal(pointPreBind, []guard.Reason{guard.ReasonTenantUnresolved})
+		countRefusal(pointBind, []guard.Reason{guard.ReasonTenantUnresolved})
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"Xila Guard refused the bind: %s: the tenant or pool of namespace %s changed after the pod was judged",
 			guard.ReasonTenantUnresolved, namespace))
