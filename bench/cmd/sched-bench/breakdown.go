@@ -63,7 +63,7 @@ func meansSince(before map[string]timer) map[string]time.Duration {
 }
 
 // breakdownKeys orders the breakdown's columns.
-var breakdownKeys = []string{"algorithm", "PreFilter", "evaluator@PreFilter", "PreBind", "evaluator@PreBind", "Bind"}
+var breakdownKeys = []string{"algorithm", "PreFilter", "evaluator@PreFilter", "PreBind", "Bind", "evaluator@Bind"}
 
 func breakdownHeader() string {
 	return "| variant | " + strings.Join(breakdownKeys, " | ") + " |"
