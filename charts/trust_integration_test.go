@@ -407,6 +407,7 @@ func TestIntegrationBlastRadius(t *testing.T) {
 			t.Fatal(err)
 		}
 	} else {
+		grantNodeWrites(t) // applyTrustPolicies probes with a node's write
 		applyTrustPolicies(t, trustValues(t), poolKey)
 	}
 	vals := trustValues(t)
@@ -500,6 +501,15 @@ func TestIntegrationBlastRadius(t *testing.T) {
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: poolKey, Operator: corev1.NodeSelectorOpExists}}}}}}}
 	}
 	pinned := func(p *corev1.Pod) { p.Spec.NodeName = "general-1" }
+	// The API server's policy informer adds each admission policy on its
+	// own, after the webhook configurations: await the pool policies'
+	// refusals before judging them.
+	for want, mod := range map[string]func(*corev1.Pod){"POOL_TOLERATION": toleration, "POOL_SELECTOR": selector} {
+		awaitRefusal(t, "pool", want, func(ctx context.Context) error {
+			_, err := admin.client(t).CoreV1().Pods("team-web").Create(ctx, pod("team-web", mod), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		})
+	}
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
