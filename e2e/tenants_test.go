@@ -4,19 +4,16 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -55,43 +52,26 @@ func createTenantPod(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 	return created
 }
 
+// pinnedToNode is lab.PinnedTo's required node affinity, for pods built
+// here.
 func pinnedToNode(node string) *corev1.Affinity {
-	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
-		}}},
-	}}
+	p := &corev1.Pod{}
+	lab.PinnedTo(node)(p)
+	return p.Spec.Affinity
 }
 
 // waitRefusedWith waits until the scheduler reports the pod unschedulable with
 // reason in the message, and checks that it stays unbound.
 func waitRefusedWith(ctx context.Context, t *testing.T, cs kubernetes.Interface, p *corev1.Pod, reason string) {
 	t.Helper()
-	var got *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		var err error
-		if got, err = cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); err != nil {
-			return false, nil
-		}
-		if got.Spec.NodeName != "" {
-			return false, fmt.Errorf("bound to %s", got.Spec.NodeName)
-		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, reason) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("pod %s/%s: want it Pending with %s: %v (status: %s)", p.Namespace, p.Name, reason, err, lab.DescribeStatus(got))
+	if err := lab.WaitPendingWith(ctx, cs, p.Namespace, p.Name, reason); err != nil {
+		t.Fatal(err)
 	}
 }
 
 func deletePodNow(ctx context.Context, t *testing.T, cs kubernetes.Interface, p *corev1.Pod) {
 	t.Helper()
-	zero := int64(0)
-	if err := cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+	if err := lab.DeletePod(ctx, cs, p.Namespace, p.Name); err != nil {
 		t.Errorf("deleting pod %s/%s: %v", p.Namespace, p.Name, err)
 	}
 }

@@ -51,19 +51,16 @@ func (pl *Enforcement) Bind(ctx context.Context, cs fwk.CycleState, pod *corev1.
 			Annotations: map[string]string{guard.AnnotationBoundEvidence: record}},
 		Target: corev1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
+	// As the default binder sends it: through the API cacher when the
+	// scheduler has one.
 	if c := pl.handle.APICacher(); c != nil {
-		onFinish, err := c.BindPod(binding)
-		if err == nil {
+		var onFinish <-chan error
+		if onFinish, err = c.BindPod(binding); err == nil {
 			err = c.WaitOnFinish(ctx, onFinish)
 		}
-		return bindStatus(pod, nodeName, record, err)
+	} else {
+		err = pl.handle.ClientSet().CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 	}
-	err = pl.handle.ClientSet().CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
-	return bindStatus(pod, nodeName, record, err)
-}
-
-// bindStatus counts a binding that carries a record and says what failed.
-func bindStatus(pod *corev1.Pod, nodeName, record string, err error) *fwk.Status {
 	evidenceRecordsTotal.WithLabelValues(callResult(err)).Inc()
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("binding pod %s/%s to node %s with the evidence it was judged on (%s): %w",
