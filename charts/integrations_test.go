@@ -431,30 +431,42 @@ func TestGoRuntimeSettings(t *testing.T) {
 // TestPoolChangeCondition: the nodes webhook's match condition, as the
 // chart renders it for the default pool label, is the expression that the
 // webhook's integration tests run against a real API server
-// (testdata/pool-change.cel).
+// (testdata/pool-change.cel); and so is the allocations webhook's
+// (testdata/hands-out-a-device.cel).
 func TestPoolChangeCondition(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join("testdata", "pool-change.cel"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs := objects(t, mustRender(t, loadChart(t), withTestCA(t, readValues(t, "enforcement"))).Manifest)
-	cfg := find(t, objs, "ValidatingWebhookConfiguration", "xila-guard-nodes")
-	var hooks struct {
-		Webhooks []struct {
-			MatchConditions []struct{ Name, Expression string } `json:"matchConditions"`
-		} `json:"webhooks"`
-	}
-	b, err := json.Marshal(cfg.raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &hooks); err != nil {
-		t.Fatal(err)
-	}
-	if len(hooks.Webhooks) != 1 || len(hooks.Webhooks[0].MatchConditions) != 1 {
-		t.Fatalf("want one webhook with one match condition, got %+v", hooks.Webhooks)
-	}
-	if got := hooks.Webhooks[0].MatchConditions[0].Expression; got != strings.TrimSpace(string(want)) {
-		t.Errorf("the rendered match condition differs from testdata/pool-change.cel; update the file:\n%s", got)
+	devices := withTestCA(t, readValues(t, "enforcement"))
+	devices["webhook"].(map[string]any)["devices"] = true
+	for _, c := range []struct {
+		file, config string
+		hook         int
+		values       map[string]any
+	}{
+		{"pool-change.cel", "xila-guard-nodes", 0, withTestCA(t, readValues(t, "enforcement"))},
+		{"hands-out-a-device.cel", "xila-guard-devices", 1, devices},
+	} {
+		want, err := os.ReadFile(filepath.Join("testdata", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs := objects(t, mustRender(t, loadChart(t), c.values).Manifest)
+		cfg := find(t, objs, "ValidatingWebhookConfiguration", c.config)
+		var hooks struct {
+			Webhooks []struct {
+				MatchConditions []struct{ Name, Expression string } `json:"matchConditions"`
+			} `json:"webhooks"`
+		}
+		b, err := json.Marshal(cfg.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &hooks); err != nil {
+			t.Fatal(err)
+		}
+		if len(hooks.Webhooks) != c.hook+1 || len(hooks.Webhooks[c.hook].MatchConditions) != 1 {
+			t.Fatalf("%s: want webhook %d with one match condition, got %+v", c.config, c.hook, hooks.Webhooks)
+		}
+		if got := hooks.Webhooks[c.hook].MatchConditions[0].Expression; got != strings.TrimSpace(string(want)) {
+			t.Errorf("the rendered match condition differs from testdata/%s; update the file:\n%s", c.file, got)
+		}
 	}
 }

@@ -620,6 +620,11 @@ func (e *trustEnv) attempts() []attempt {
 		{"G-SCHEDULER-NAME tenant pod names Volcano without its workload label", "SCHEDULER_PROFILE_MISMATCH", tenantPod("volcano-unlabelled", lab.WithScheduler("volcano")), nil},
 		{"G-SCHEDULER-NAME tenant pod names run:ai with Volcano's label", "SCHEDULER_PROFILE_MISMATCH", tenantPod("runai-wrong", lab.WithScheduler("runai-scheduler"), lab.WithLabels(workloadLabels["volcano"])), nil},
 		{"G-NODE-NAME tenant pod sets nodeName", "NODE_NAME_SET", tenantPod("pinned", lab.WithNodeName(e.compliant)), nil},
+		{"G-DEVICE-CLAIMS tenant claims a DeviceClass its policy does not list", "DEVICE_CLASS_NOT_ALLOWED", func(ctx context.Context) error {
+			c := fixture.MakeResourceClaim("gpu", ns).Request("gpu", "gpu.example.com", 1).Obj()
+			_, err := e.tenant.ResourceV1().ResourceClaims(ns).Create(ctx, c, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}, nil},
 		{"G-POD-SECURITY tenant pod is privileged", "PRIVILEGED_CONTAINER", tenantPod("privileged", lab.Privileged()), nil},
 		{"G-POD-IMAGES tenant pod runs an image by tag under a digest allow-list", "IMAGE_NOT_PINNED", func(ctx context.Context) error {
 			return e.underImageAllowList(ctx, func(ctx context.Context) error { return dryCreate(ctx, e.tenant, ns, pod("by-tag")) })

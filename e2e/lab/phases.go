@@ -24,7 +24,7 @@ type Lab struct {
 func (l *Lab) Values(profile string) map[string]any {
 	return Merge(PlatformOnControlPlane(), TenantRBACValues(l.Tenant.Name, l.User), map[string]any{
 		"enforcement": map[string]any{"enabled": true, "profile": profile},
-		"webhook":     map[string]any{"enabled": true},
+		"webhook":     map[string]any{"enabled": true, "devices": true},
 	}, l.Overrides)
 }
 

@@ -228,6 +228,9 @@ timeoutSeconds: {{ $root.Values.webhook.timeoutSeconds }}
 {{- if .Values.confidential.vmMigrations }}
 {{ include "xila-guard.fullname" . }}-migrations
 {{- end }}
+{{- if .Values.webhook.devices }}
+{{ include "xila-guard.fullname" . }}-devices
+{{- end }}
 {{- end }}
 {{- range (include "xila-guard.integrations" . | fromYamlArray) }}
 {{ printf "%s-integration-%s" (include "xila-guard.fullname" $) .name }}

@@ -89,13 +89,13 @@ const (
 )
 
 // AdmissionReasons lists the webhook's own reasons and the bound-evidence
-// policy's, in the order above. None of them is among Reasons or
-// CallerReasons.
-var AdmissionReasons = []Reason{
+// policy's, in the order above, then DeviceReasons. None of them is among
+// Reasons or CallerReasons.
+var AdmissionReasons = append([]Reason{
 	ReasonSchedulerNotAllowed, ReasonNodeNameSet, ReasonPrivilegedContainer,
 	ReasonHostNetwork, ReasonHostPID, ReasonHostIPC, ReasonHostPathVolume,
 	ReasonPodSecurityBaseline, ReasonPodSecurityRestricted, ReasonImageNotPinned, ReasonImageNotAllowed, ReasonForeignPool, ReasonSchedulerProfileMismatch,
 	ReasonPoolToleration, ReasonPoolSelector, ReasonPoolNodeName, ReasonNodeUnknown,
 	ReasonBindingNotAllowed, ReasonPoolMembershipLocked, ReasonMigrationOutsidePool, ReasonPodAddressOutsideNode, ReasonBoundEvidenceReserved,
 	ReasonUnexpectedRequest, ReasonLookupFailed,
-}
+}, DeviceReasons...)

@@ -25,6 +25,11 @@ const (
 	// LabelTenantPool on purpose: the taint mirrors the label.
 	TaintTenantPool = LabelTenantPool
 
+	// DeviceTaintKey is the key of the device taints that take a DRA
+	// device whose evidence fails out of service. No tenant's claim may
+	// tolerate it.
+	DeviceTaintKey = GroupName + "/device-evidence"
+
 	// MockLabelPrefix starts the node labels that describe simulated (mock)
 	// evidence in lab clusters, e.g. guard.xila.us/mock-sharing-mode.
 	MockLabelPrefix = GroupName + "/mock-"

@@ -132,11 +132,48 @@ type GPUDevice struct {
 	// +optional
 	MIGProfile string `json:"migProfile,omitempty"`
 
+	// parentID is the id of the GPU a MIG slice is cut from; only on a
+	// MIG-partitioned device.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	ParentID string `json:"parentID,omitempty"`
+
+	// dra names the device as a Dynamic Resource Allocation driver
+	// publishes it in a ResourceSlice. A device allocated through DRA is
+	// judged by the evidence device that names it here, and by nothing
+	// else: a DRA device no evidence names is indeterminate
+	// (DEVICE_EVIDENCE_MISSING).
+	// +optional
+	DRA *DRADeviceRef `json:"dra,omitempty"`
+
 	// ccMode is the device's confidential-computing mode. Empty when
 	// unknown, which makes evidence incomplete for a policy that requires a
 	// mode.
 	// +optional
 	CCMode GPUCCMode `json:"ccMode,omitempty"`
+}
+
+// DRADeviceRef names a device of a ResourceSlice the way an allocation
+// result does: the driver, the pool within the driver and the device
+// within the pool.
+type DRADeviceRef struct {
+	// driver is the DRA driver's name, e.g. gpu.nvidia.com.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Driver string `json:"driver"`
+
+	// pool is the driver's resource pool, usually the node's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Pool string `json:"pool"`
+
+	// device is the device's name within the pool, e.g. gpu-0.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	Device string `json:"device"`
 }
 
 // TEEFacts is what the evidence says about the node's TEE. Evidence whose

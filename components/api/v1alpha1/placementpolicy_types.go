@@ -60,6 +60,58 @@ type PlacementPolicySpec struct {
 	// +kubebuilder:default=baseline
 	// +optional
 	PodSecurity PodSecurityLevel `json:"podSecurity,omitempty"`
+
+	// devices says what the tenant's ResourceClaims may ask of Dynamic
+	// Resource Allocation. Without it the tenant's claims and claim
+	// templates are refused (DEVICE_CLASS_NOT_ALLOWED).
+	// +optional
+	Devices *DevicePolicy `json:"devices,omitempty"`
+}
+
+// DevicePolicy bounds a tenant's ResourceClaims and ResourceClaimTemplates.
+// The admission webhook judges every request of a claim (exactly and each
+// firstAvailable subrequest) at creation, and every allocation of a
+// tenant's claim per device when it is written to the claim's status,
+// whoever allocates.
+type DevicePolicy struct {
+	// deviceClasses are the only DeviceClasses the tenant's requests may
+	// name.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	DeviceClasses []string `json:"deviceClasses,omitempty"`
+
+	// maxDevicesPerRequest bounds the count of each request; unset, a
+	// request may ask for any number of devices.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxDevicesPerRequest *int64 `json:"maxDevicesPerRequest,omitempty"`
+
+	// allowAllocationModeAll lets a request ask for every device that
+	// matches it (allocationMode: All).
+	// +optional
+	AllowAllocationModeAll bool `json:"allowAllocationModeAll,omitempty"`
+
+	// allowCapacityRequests lets a request ask for part of a device's
+	// capacity, so that the device is shared through consumable capacity.
+	// The device then holds claims of this tenant only.
+	// +optional
+	AllowCapacityRequests bool `json:"allowCapacityRequests,omitempty"`
+
+	// opaqueConfigDrivers are drivers whose opaque configuration the
+	// tenant's claims may pass. The sharing configuration of the GPU
+	// drivers the webhook reads (gpu.nvidia.com, gpu.example.com) is
+	// judged against gpuSharing whatever this says; any other driver's
+	// opaque configuration is refused unless it is listed here
+	// (DEVICE_CONFIG_NOT_ALLOWED).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	OpaqueConfigDrivers []string `json:"opaqueConfigDrivers,omitempty"`
 }
 
 // PodSecurityLevel is a level of the Kubernetes Pod Security Standards.

@@ -52,6 +52,37 @@ func ValidatePlacementPolicySpec(spec *PlacementPolicySpec, path *field.Path) fi
 	if cc := spec.ConfidentialComputing; cc != nil {
 		errs = append(errs, validateConfidentialComputing(cc, path.Child("confidentialComputing"))...)
 	}
+	if d := spec.Devices; d != nil {
+		errs = append(errs, validateDevicePolicy(d, path.Child("devices"))...)
+	}
+	return errs
+}
+
+func validateDevicePolicy(d *DevicePolicy, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateNames(path.Child("deviceClasses"), d.DeviceClasses, 64, 253)...)
+	errs = append(errs, validateNames(path.Child("opaqueConfigDrivers"), d.OpaqueConfigDrivers, 16, 63)...)
+	if m := d.MaxDevicesPerRequest; m != nil && *m < 1 {
+		errs = append(errs, field.Invalid(path.Child("maxDevicesPerRequest"), *m, "must be at least 1"))
+	}
+	return errs
+}
+
+// validateNames checks a set of names: at most maxItems, none empty,
+// longer than maxLen or listed twice.
+func validateNames(path *field.Path, names []string, maxItems, maxLen int) field.ErrorList {
+	var errs field.ErrorList
+	if len(names) > maxItems {
+		errs = append(errs, field.TooMany(path, len(names), maxItems))
+	}
+	for i, n := range names {
+		switch {
+		case n == "" || len(n) > maxLen:
+			errs = append(errs, field.Invalid(path.Index(i), n, fmt.Sprintf("must be 1 to %d characters", maxLen)))
+		case slices.Contains(names[:i], n):
+			errs = append(errs, field.Duplicate(path.Index(i), n))
+		}
+	}
 	return errs
 }
 

@@ -54,9 +54,14 @@ func validateDevices(errs field.ErrorList, devices []GPUDevice, spec *field.Path
 // deviceValid is the cheap test that spares valid devices validateDevice.
 func deviceValid(d *GPUDevice) bool {
 	return d.ID != "" && len(d.ID) <= 128 && len(d.Vendor) <= 64 && len(d.Model) <= 128 && len(d.MIGProfile) <= 64 &&
+		len(d.ParentID) <= 128 && (d.DRA == nil || draValid(d.DRA)) &&
 		(d.SharingMode == "" || slices.Contains(GPUSharingModes, d.SharingMode)) &&
 		(d.MIGProfile == "" || d.MIGPartitioned()) &&
 		(d.CCMode == "" || slices.Contains(GPUCCModes, d.CCMode))
+}
+
+func draValid(r *DRADeviceRef) bool {
+	return r.Driver != "" && len(r.Driver) <= 63 && r.Pool != "" && len(r.Pool) <= 253 && r.Device != "" && len(r.Device) <= 128
 }
 
 func validateDevice(d *GPUDevice, path *field.Path) field.ErrorList {
@@ -65,6 +70,13 @@ func validateDevice(d *GPUDevice, path *field.Path) field.ErrorList {
 	errs = appendText(errs, path, "vendor", d.Vendor, 64, false)
 	errs = appendText(errs, path, "model", d.Model, 128, false)
 	errs = appendText(errs, path, "migProfile", d.MIGProfile, 64, false)
+	errs = appendText(errs, path, "parentID", d.ParentID, 128, false)
+	if r := d.DRA; r != nil {
+		p := path.Child("dra")
+		errs = appendText(errs, p, "driver", r.Driver, 63, true)
+		errs = appendText(errs, p, "pool", r.Pool, 253, true)
+		errs = appendText(errs, p, "device", r.Device, 128, true)
+	}
 	if d.SharingMode != "" && !slices.Contains(GPUSharingModes, d.SharingMode) {
 		errs = append(errs, field.NotSupported(path.Child("sharingMode"), d.SharingMode, GPUSharingModes))
 	}

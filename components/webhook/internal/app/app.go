@@ -98,6 +98,14 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	synced := cl.Synced
+	var devs *cluster.Devices
+	if o.devices {
+		if devs, err = cluster.NewDevices(kube); err != nil {
+			return err
+		}
+		synced = func() bool { return cl.Synced() && devs.Synced() }
+	}
 	v, err := admission.New(admission.Config{
 		Profile:                guard.Profile(o.profile),
 		ReportBinders:          o.reportBinders.values,
@@ -108,6 +116,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		DaemonSetControllers:   o.daemonSetCreators.values,
 		Binders:                o.binders.values,
 		Cluster:                cl,
+		Devices:                devicesOf(devs),
 		Evaluator:              ev,
 		Metrics:                metrics,
 		Logger:                 logger,
@@ -122,20 +131,23 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		return fmt.Errorf("loading the serving certificate: %w", err)
 	}
 	watcher = watcher.WithWatchInterval(o.tlsCheckInterval)
-	synced := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	syncedGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "xila_guard_webhook_caches_synced",
 		Help: "1 once every informer cache has synced, else 0.",
 	}, func() float64 {
-		if cl.Synced() {
+		if synced() {
 			return 1
 		}
 		return 0
 	})
-	reg.MustRegister(synced, cwmetrics.ReadCertificateTotal, cwmetrics.ReadCertificateErrors)
+	reg.MustRegister(syncedGauge, cwmetrics.ReadCertificateTotal, cwmetrics.ReadCertificateErrors)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cl.Start(ctx)
+	if devs != nil {
+		devs.Start(ctx)
+	}
 	go func() {
 		// Reads the pair again when its files change, and every
 		// --tls-check-interval in case a change went unnoticed.
@@ -145,7 +157,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		}
 	}()
 
-	p := &probes{synced: cl.Synced}
+	p := &probes{synced: synced}
 	mux := http.NewServeMux()
 	mux.Handle(admission.PodsPath, v.PodsHandler())
 	mux.Handle(admission.BindingsPath, v.BindingsHandler())
@@ -153,6 +165,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	mux.Handle(admission.MigrationsPath, v.MigrationsHandler())
 	mux.Handle(admission.TEEPath, v.TEEHandler())
 	mux.Handle(admission.RecordsPath, v.RecordsHandler())
+	mux.Handle(admission.ClaimsPath, v.ClaimsHandler())
 	p.register(mux, reg)
 
 	tlsLn, err := net.Listen("tcp", o.listen)
@@ -181,7 +194,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		"poolLabel", o.poolLabel, "profile", o.profile, "schedulerProfiles", o.schedulerProfiles.values,
 		"trustedServiceAccounts", o.trusted.values, "binderServiceAccounts", o.binders.values)
 	go func() {
-		if cl.WaitForSync(ctx) {
+		if cl.WaitForSync(ctx) && (devs == nil || devs.WaitForSync(ctx)) {
 			logger.Info("caches synced; ready")
 		}
 	}()
@@ -217,6 +230,14 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	}
 	logger.Info("stopped")
 	return errors.Join(errs...)
+}
+
+// devicesOf keeps a nil *cluster.Devices a nil admission.Devices.
+func devicesOf(d *cluster.Devices) admission.Devices {
+	if d == nil {
+		return nil
+	}
+	return d
 }
 
 func newServer(h http.Handler, tlsCfg *tls.Config, logger *slog.Logger) *http.Server {

@@ -43,6 +43,7 @@ type options struct {
 	shutdownTimeout    time.Duration
 	shutdownDelay      time.Duration
 	logLevel           slog.Level
+	devices            bool
 	version            bool
 }
 
@@ -110,6 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Var(&o.binders, "binder-serviceaccounts", "comma-separated service accounts allowed to bind protected pods and to bind pods to pool nodes: the controlled scheduler's and each accepted external scheduler's; setting it replaces the default, repeating it appends")
 	fs.Var(&o.reportBinders, "report-binders", "comma-separated binders (of --binder-serviceaccounts) whose bindings are only reported: a binding the node-scoped judgement would refuse is allowed and logged; repeatable")
 	fs.Var(&o.recordBinders, "record-binders", "comma-separated binders (of --binder-serviceaccounts) whose bindings get, at "+admission.RecordsPath+", the record of the evidence they are judged on ("+guard.AnnotationBoundEvidence+"), as the controlled scheduler writes it: orchestrator integrations' binders; repeatable")
+	fs.BoolVar(&o.devices, "devices", false, "judge Dynamic Resource Allocation at "+admission.ClaimsPath+": tenants' ResourceClaims and ResourceClaimTemplates, and every allocation written to resourceclaims/status, per device; needs list and watch on resourceslices and resourceclaims")
 	fs.StringVar(&o.profile, "profile", string(guard.ProfileProduction), "profile of the in-process evaluator: production (never accepts mock evidence) or lab")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long to let requests in flight finish after SIGTERM")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "how long to keep serving after SIGTERM, reporting not ready, while the nodes learn that the pod left the Service; 0 stops at once")

@@ -99,6 +99,10 @@ type Config struct {
 	ReportBinders []string
 	// Cluster reads the cluster.
 	Cluster Cluster
+	// Devices reads ResourceSlices and allocated ResourceClaims for the
+	// device rules (ClaimsPath); nil when device enforcement is off, which
+	// refuses whatever reaches ClaimsPath.
+	Devices Devices
 	// Evaluator decides protected pods at CREATE and every binding of a
 	// protected pod, or onto a pool node, for its node.
 	Evaluator Evaluator

@@ -23,7 +23,7 @@ func TestRulesDocumented(t *testing.T) {
 		}
 	}
 	for _, rule := range []string{RuleScheduler, RuleNodeName, RulePrivileged, RuleHostNamespaces, RuleHostPath, RulePodSecurity, RuleImages, RuleForeignPool, RuleTenant,
-		RuleEvaluator, RuleMirrorPod, RulePodAddress, RuleRecord, RulePoolToleration, RulePoolSelector, RulePoolNodeName, RuleBinding, RuleNodePool, RuleMigration, RuleRequest, RuleLookup} {
+		RuleEvaluator, RuleMirrorPod, RulePodAddress, RuleRecord, RulePoolToleration, RulePoolSelector, RulePoolNodeName, RuleBinding, RuleNodePool, RuleMigration, RuleClaim, RuleAllocation, RuleRequest, RuleLookup} {
 		if !strings.Contains(doc, "| `"+rule+"` |") {
 			t.Errorf("docs/webhook.md has no row for rule %s", rule)
 		}

@@ -214,11 +214,15 @@ func servingSerial(t *testing.T, w *webhook) int64 {
 
 // poolChange is the chart's match condition for the nodes webhook
 // (templates/_webhook.tpl, "xila-guard.webhook.poolChange") for the
-// default pool label, as the chart renders it: the chart's tests check
-// that the file holds exactly its render.
-func poolChange(t *testing.T) string {
+// default pool label.
+func poolChange(t *testing.T) string { return chartCondition(t, "pool-change") }
+
+// chartCondition is a match condition of the chart's webhooks as the
+// chart renders it: the chart's tests check that charts/testdata/<name>.cel
+// holds exactly its render.
+func chartCondition(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "charts", "testdata", "pool-change.cel"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "charts", "testdata", name+".cel"))
 	if err != nil {
 		t.Fatal(err)
 	}

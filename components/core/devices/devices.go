@@ -1,0 +1,161 @@
+package devices
+
+import (
+	"fmt"
+	"strings"
+
+	resourcev1 "k8s.io/api/resource/v1"
+
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+)
+
+// Key names a device the way an allocation result does.
+type Key struct {
+	Driver, Pool, Device string
+}
+
+// KeyOf is the key of an allocation result's device.
+func KeyOf(r *resourcev1.DeviceRequestAllocationResult) Key {
+	return Key{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
+}
+
+func (k Key) String() string { return k.Driver + "/" + k.Pool + "/" + k.Device }
+
+// Facts are what a ResourceSlice states about a device, as the GPU
+// drivers name them: the NVIDIA driver's uuid, productName, type
+// (gpu, mig, vfio), profile and parentUUID, and the example driver's uuid
+// and model. Empty when the slice does not say.
+type Facts struct {
+	Type       string
+	UUID       string
+	Model      string
+	MIGProfile string
+	ParentUUID string
+}
+
+// FactsOf reads a slice device's attributes. A driver may qualify an
+// attribute with its own domain (gpu.nvidia.com/uuid) or leave it bare.
+func FactsOf(driver string, d *resourcev1.Device) Facts {
+	attr := func(names ...string) string {
+		for _, n := range names {
+			for _, q := range []resourcev1.QualifiedName{resourcev1.QualifiedName(n), resourcev1.QualifiedName(driver + "/" + n)} {
+				if a, ok := d.Attributes[q]; ok {
+					switch {
+					case a.StringValue != nil:
+						return *a.StringValue
+					case a.VersionValue != nil:
+						return *a.VersionValue
+					}
+				}
+			}
+		}
+		return ""
+	}
+	return Facts{
+		Type:       attr("type"),
+		UUID:       attr("uuid"),
+		Model:      attr("productName", "model"),
+		MIGProfile: attr("profile"),
+		ParentUUID: attr("parentUUID"),
+	}
+}
+
+// Evidence finds the evidence device that names key, and checks what the
+// slice states against it. It returns the device, or the reason it cannot
+// be judged (DEVICE_EVIDENCE_MISSING, DEVICE_EVIDENCE_MISMATCH) with a
+// message.
+func Evidence(state *v1alpha1.NodeSecurityStateSpec, key Key, f Facts) (*v1alpha1.GPUDevice, guard.Reason, string) {
+	if state == nil {
+		return nil, guard.ReasonDeviceEvidenceMissing, fmt.Sprintf("device %s is on a node with no evidence", key)
+	}
+	var dev *v1alpha1.GPUDevice
+	for i := range state.Devices {
+		d := &state.Devices[i]
+		if d.DRA == nil || d.DRA.Driver != key.Driver || d.DRA.Pool != key.Pool || d.DRA.Device != key.Device {
+			continue
+		}
+		if dev != nil {
+			return nil, guard.ReasonDeviceEvidenceMismatch, fmt.Sprintf("the node's evidence names device %s twice (%s and %s)", key, dev.ID, d.ID)
+		}
+		dev = d
+	}
+	if dev == nil {
+		return nil, guard.ReasonDeviceEvidenceMissing, fmt.Sprintf("the node's evidence names no device %s", key)
+	}
+	var diffs []string
+	differ := func(what, slice, evidence string, same func(a, b string) bool) {
+		if slice != "" && !same(slice, evidence) {
+			diffs = append(diffs, fmt.Sprintf("%s %q, evidence %q", what, slice, evidence))
+		}
+	}
+	exact := func(a, b string) bool { return a == b }
+	differ("uuid", f.UUID, dev.ID, exact)
+	differ("model", f.Model, dev.Model, sameModel)
+	differ("MIG profile", f.MIGProfile, dev.MIGProfile, exact)
+	differ("MIG parent", f.ParentUUID, dev.ParentID, exact)
+	if f.Type == "mig" && !isMIG(dev) {
+		diffs = append(diffs, "type mig, evidence of a whole GPU")
+	}
+	if f.Type == "gpu" && isMIG(dev) {
+		diffs = append(diffs, "type gpu, evidence of a MIG slice")
+	}
+	if len(diffs) > 0 {
+		return nil, guard.ReasonDeviceEvidenceMismatch, fmt.Sprintf("the ResourceSlice's device %s disagrees with the evidence: %s",
+			key, strings.Join(diffs, "; "))
+	}
+	return dev, "", ""
+}
+
+func isMIG(d *v1alpha1.GPUDevice) bool { return d.MIG || d.SharingMode == v1alpha1.SharingMIG }
+
+// sameModel compares model names the way drivers and publishers spell
+// them: NVIDIA H100 80GB HBM3, NVIDIA-H100-80GB-HBM3.
+func sameModel(a, b string) bool {
+	norm := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r == ' ' || r == '_' {
+				return '-'
+			}
+			return r
+		}, strings.ToLower(strings.TrimSpace(s)))
+	}
+	return norm(a) == norm(b)
+}
+
+// Narrow returns the node's evidence with dev as its only device, shared
+// as the claim asks (mode TimeSlicing or MPS; empty keeps the device's
+// own mode). The evaluator then judges the device a claim is given: the
+// node's other devices, in other modes, do not make it MIXED_POOL, and the
+// device's mode is the one the driver will set up.
+func Narrow(state *v1alpha1.NodeSecurityStateSpec, dev *v1alpha1.GPUDevice, mode v1alpha1.GPUSharingMode) *v1alpha1.NodeSecurityStateSpec {
+	out := *state
+	d := *dev
+	if mode == v1alpha1.SharingTimeSlicing || mode == v1alpha1.SharingMPS {
+		d.SharingMode = mode
+		if dev.SharingMode == v1alpha1.SharingMIG {
+			d.MIG = true
+		}
+	}
+	out.Devices = []v1alpha1.GPUDevice{d}
+	return &out
+}
+
+// Shared reports whether a device is shared: given out as a share of its
+// capacity, it serves several claims at once; time-sliced or shared by
+// MPS, it serves the processes of every consumer of its claim at once.
+func Shared(mode v1alpha1.GPUSharingMode, capacityShare bool) bool {
+	return capacityShare || mode == v1alpha1.SharingTimeSlicing || mode == v1alpha1.SharingMPS
+}
+
+// NodeOf is the node a slice device is on: its own nodeName, else its
+// slice's. Empty for devices reached from several nodes.
+func NodeOf(slice *resourcev1.ResourceSlice, d *resourcev1.Device) string {
+	if d.NodeName != nil && *d.NodeName != "" {
+		return *d.NodeName
+	}
+	if slice.Spec.NodeName != nil {
+		return *slice.Spec.NodeName
+	}
+	return ""
+}
