@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
@@ -33,6 +34,8 @@ type caches struct {
 	namespaces cache.Indexer
 	nodes      corelisters.NodeLister
 	pods       corelisters.PodLister
+	claims     resourcelisters.ResourceClaimLister
+	slices     cache.Indexer
 	bindings   cache.Indexer
 	policies   cache.Indexer
 	states     cache.Indexer

@@ -30,6 +30,14 @@ type freshFacts struct {
 	id    identity
 }
 
+// stateSpec is the evidence read, nil when the node has none.
+func (f *freshFacts) stateSpec() *v1alpha1.NodeSecurityStateSpec {
+	if f.state == nil {
+		return nil
+	}
+	return &f.state.Spec
+}
+
 // confirm re-judges the chosen node on its NodeSecurityState and policy as
 // read from the API server, not the caches, and refuses the bind on
 // anything but an allow, or when the node is not the one Filter judged:
@@ -112,6 +120,9 @@ func (pl *Enforcement) judgeFresh(ctx context.Context, pod *corev1.Pod, st *cycl
 	}
 	r := ev.Results[0]
 	if r.Decision == guard.DecisionAllow {
+		if status := pl.judgeClaims(ctx, pod, node, f); status != nil {
+			return nil, status, false
+		}
 		return f.state, nil, false
 	}
 	stale = freshAttestationHelps(n.State, r.Reasons)

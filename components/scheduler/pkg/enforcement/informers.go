@@ -30,11 +30,20 @@ func startCaches(ctx context.Context, h fwk.Handle, gc *guardclient.Client, pool
 			return nil, nil, fmt.Errorf("indexing pods by namespace: %w", err)
 		}
 	}
+	// The devices of a pod's claims, judged again at Bind: the
+	// scheduler's own informers of claims and slices, which its
+	// DynamicResources plugin reads too.
+	sliceInformer := factory.Resource().V1().ResourceSlices().Informer()
+	if err := sliceInformer.AddIndexers(cache.Indexers{sliceDeviceIndex: sliceDeviceKeys}); err != nil {
+		return nil, nil, fmt.Errorf("indexing ResourceSlices by device: %w", err)
+	}
 	c := &caches{
 		poolLabel:  poolLabel,
 		namespaces: nsInformer.GetIndexer(),
 		nodes:      factory.Core().V1().Nodes().Lister(),
 		pods:       factory.Core().V1().Pods().Lister(),
+		claims:     factory.Resource().V1().ResourceClaims().Lister(),
+		slices:     sliceInformer.GetIndexer(),
 		synced:     []cache.InformerSynced{nsInformer.HasSynced},
 	}
 	var infs []guardInformer

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +17,6 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/core/devices"
-	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
 // ClaimsPath judges Dynamic Resource Allocation: ResourceClaims and
@@ -248,36 +246,18 @@ func requestViolations(dp *v1alpha1.DevicePolicy, policyName, path string, r dev
 	return vs
 }
 
-// configViolations judges the configurations that apply to a request
-// (every one when request is empty): how they share the device against the
-// policy's gpuSharing, and opaque configurations of drivers the webhook
-// does not read against devices.opaqueConfigDrivers.
+// configViolations judges a claim's configurations against the policy
+// (devices.ConfigFindings).
 func configViolations(pol *v1alpha1.PlacementPolicySpec, policyName, path string, configs []devices.Config, request string) []violation {
-	mode, unread, err := devices.Sharing(configs, request)
-	if err != nil {
-		return []violation{{RuleClaim, guard.ReasonDeviceConfigNotAllowed, path, err.Error()}}
-	}
-	var vs []violation
-	for _, d := range unread {
-		if pol.Devices == nil || !slices.Contains(pol.Devices.OpaqueConfigDrivers, d) {
-			vs = append(vs, violation{RuleClaim, guard.ReasonDeviceConfigNotAllowed, path,
-				fmt.Sprintf("the configuration of driver %s cannot be read, and policy %s does not list it in devices.opaqueConfigDrivers", d, policyName)})
-		}
-	}
-	if mode != "" && sharingForbidden(pol.GPUSharing, mode) {
-		vs = append(vs, violation{RuleClaim, guard.ReasonDeviceSharingForbidden, path,
-			fmt.Sprintf("the configuration shares the device by %s, which policy %s forbids", mode, policyName)})
-	}
-	return vs
+	return findingViolations(RuleClaim, path, devices.ConfigFindings(pol, policyName, configs, request))
 }
 
-// sharingForbidden reports whether the policy forbids a sharing mode, as
-// the evaluator reads gpuSharing.
-func sharingForbidden(s *v1alpha1.GPUSharingPolicy, mode v1alpha1.GPUSharingMode) bool {
-	if s == nil {
-		return false
+func findingViolations(rule, path string, fs []devices.Finding) []violation {
+	vs := make([]violation, 0, len(fs))
+	for _, f := range fs {
+		vs = append(vs, violation{rule, f.Reason, path, f.Detail})
 	}
-	return slices.Contains(s.ForbiddenModes, mode) || len(s.AllowedModes) > 0 && !slices.Contains(s.AllowedModes, mode)
+	return vs
 }
 
 // judgeAllocation judges a write to resourceclaims/status. A new or
@@ -336,75 +316,52 @@ func addedConsumers(before, now []resourcev1.ResourceClaimConsumerReference) []t
 	return out
 }
 
-// judgeDevice judges the i-th device of a tenant claim's allocation: the
-// device must be one the node's evidence names and agrees with, the
-// evaluator must allow that one device under the tenant's policy as the
-// claim's configuration shares it, and no claim of another tenant may
-// hold it.
+// judgeDevice judges the i-th device of a tenant claim's allocation
+// (devices.Judge): the device must be one the node's evidence names and
+// agrees with, the evaluator must allow that one device under the
+// tenant's policy as the allocation's configuration shares it, and no
+// claim of another tenant may hold it.
 func (v *Validator) judgeDevice(ctx context.Context, ns string, claim *resourcev1.ResourceClaim, id Identity, configs []devices.Config, i int) []violation {
 	r := &claim.Status.Allocation.Devices.Results[i]
 	path := fmt.Sprintf("status.allocation.devices.results[%d]", i)
 	key := devices.KeyOf(r)
-	pol := &id.Policy.Spec
+	slice, d, ok := v.cfg.Devices.Device(key)
+	if !ok {
+		return []violation{{RuleAllocation, guard.ReasonDeviceUnknown, path,
+			fmt.Sprintf("no ResourceSlice the webhook knows publishes device %s", key)}}
+	}
+	name := devices.NodeOf(slice, d)
+	node, known := v.cfg.Cluster.Node(name)
+	if name == "" || !known {
+		return []violation{{RuleAllocation, guard.ReasonDeviceUnknown, path,
+			fmt.Sprintf("device %s is on no node the webhook knows (%q)", key, name)}}
+	}
+	st, _ := v.cfg.Cluster.State(name)
+	fs := devices.Judge(v.cfg.Evaluator, v.cfg.Profile, v.cfg.PoolLabel,
+		devices.Claim{Namespace: ns, Name: claim.Name, Tenant: id.Tenant, Policy: id.Policy},
+		devices.Allocated{Result: r, Configs: configs, Device: d, Node: node, State: st})
+	vs := findingViolations(RuleAllocation, path, fs)
+	for j := range vs {
+		// Point at the field of the result that says it, where one does.
+		switch vs[j].reason {
+		case guard.ReasonDeviceAdminAccess:
+			vs[j].field = path + ".adminAccess"
+		case guard.ReasonDeviceCapacityRequest:
+			vs[j].field = path + ".shareID"
+		}
+	}
 	if r.AdminAccess != nil && *r.AdminAccess {
-		return []violation{{RuleAllocation, guard.ReasonDeviceAdminAccess, path + ".adminAccess",
-			fmt.Sprintf("device %s is allocated with admin access to a tenant's claim", key)}}
-	}
-	node, st, dev, vs := v.deviceOnNode(key, path)
-	if node != nil && node.Labels[v.cfg.PoolLabel] == "" && pol.Confinement == v1alpha1.ConfinementAny {
-		// Confinement Any lets the tenant onto nodes of no pool without
-		// judging them, their devices included; other tenants' claims
-		// still may not hold the device.
-		return v.otherTenantHolders(ctx, ns, claim, id, key, path)
-	}
-	if len(vs) > 0 {
 		return vs
 	}
-	configs = devices.ForDriver(configs, key.Driver)
-	vs = configViolations(pol, id.Policy.Name, path, configs, r.Request)
-	for j := range vs {
-		vs[j].rule = RuleAllocation
-	}
-	mode, _, _ := devices.Sharing(configs, r.Request)
-	capacityShare := r.ShareID != nil || len(r.ConsumedCapacity) > 0
-	if capacityShare && (pol.Devices == nil || !pol.Devices.AllowCapacityRequests) {
-		vs = append(vs, violation{RuleAllocation, guard.ReasonDeviceCapacityRequest, path + ".shareID",
-			fmt.Sprintf("device %s is given out as a share of its capacity, which policy %s does not allow", key, id.Policy.Name)})
-	}
-	effective := mode
-	if effective == "" {
-		effective = dev.SharingMode
-	}
-	if dev.CCMode == v1alpha1.CCModeOn && devices.Shared(effective, capacityShare) {
-		vs = append(vs, violation{RuleAllocation, guard.ReasonDeviceSharingForbidden, path,
-			fmt.Sprintf("device %s runs in confidential-computing mode and is never shared", key)})
-	}
-	res := v.cfg.Evaluator.Evaluate(&wire.EvaluateRequest{
-		Profile: v.cfg.Profile,
-		Pod:     wire.Pod{Namespace: ns, Name: claim.Name},
-		Tenant:  id.Tenant,
-		Policy:  id.Policy,
-		Nodes:   []wire.Node{{Name: node.Name, UID: node.UID, Pool: node.Labels[v.cfg.PoolLabel], State: devices.Narrow(st, dev, mode)}},
-	})
-	switch {
-	case len(res.Results) != 1:
-		vs = append(vs, violation{RuleAllocation, guard.ReasonEvaluatorError, path,
-			fmt.Sprintf("the evaluator gave %d results for one device (fail closed)", len(res.Results))})
-	case res.Results[0].Decision != guard.DecisionAllow:
-		nr := res.Results[0]
-		rs := nr.Reasons
-		if len(rs) == 0 {
-			rs = []guard.Reason{guard.ReasonEvaluatorError}
-		}
-		for j, reason := range rs {
-			detail := fmt.Sprintf("device %s on node %s: the evaluator decided %s", key, node.Name, nr.Decision)
-			if j == 0 && nr.Message != "" {
-				detail += ": " + nr.Message
-			}
-			vs = append(vs, violation{RuleAllocation, reason, path, detail})
-		}
+	if len(fs) > 0 && isEvidenceGap(fs[0].Reason) {
+		return vs
 	}
 	return append(vs, v.otherTenantHolders(ctx, ns, claim, id, key, path)...)
+}
+
+// isEvidenceGap is a finding that leaves nothing else to judge.
+func isEvidenceGap(r guard.Reason) bool {
+	return r == guard.ReasonDeviceEvidenceMissing || r == guard.ReasonDeviceEvidenceMismatch
 }
 
 // otherTenantHolders refuses a device that a claim of another tenant, or
@@ -436,28 +393,6 @@ func tenantName(id Identity) string {
 		return "no tenant"
 	}
 	return "tenant " + id.Tenant.ID
-}
-
-// deviceOnNode finds an allocated device, its node and the evidence that
-// names it, or says why it cannot.
-func (v *Validator) deviceOnNode(key devices.Key, path string) (*corev1.Node, *v1alpha1.NodeSecurityStateSpec, *v1alpha1.GPUDevice, []violation) {
-	slice, d, ok := v.cfg.Devices.Device(key)
-	if !ok {
-		return nil, nil, nil, []violation{{RuleAllocation, guard.ReasonDeviceUnknown, path,
-			fmt.Sprintf("no ResourceSlice the webhook knows publishes device %s", key)}}
-	}
-	name := devices.NodeOf(slice, d)
-	node, known := v.cfg.Cluster.Node(name)
-	if name == "" || !known {
-		return nil, nil, nil, []violation{{RuleAllocation, guard.ReasonDeviceUnknown, path,
-			fmt.Sprintf("device %s is on no node the webhook knows (%q)", key, name)}}
-	}
-	st, _ := v.cfg.Cluster.State(name)
-	dev, reason, msg := devices.Evidence(st, key, devices.FactsOf(key.Driver, d))
-	if dev == nil {
-		return node, nil, nil, []violation{{RuleAllocation, reason, path, msg + " (node " + name + ")"}}
-	}
-	return node, st, dev, nil
 }
 
 // foreignAllocation judges the allocation of a claim of no tenant: no
