@@ -57,7 +57,21 @@ type Env struct {
 // runs the tests, stops everything and exits with the tests' status. A
 // failure to start is reported and exits with status 1, never skipped.
 func Main(m *testing.M, setup func(*Env) error) {
-	code, err := run(m, setup)
+	MainWith(m, Options{}, setup)
+}
+
+// Options change how kube-apiserver runs.
+type Options struct {
+	// FeatureGates are turned on, e.g. DRADeviceTaints.
+	FeatureGates []string
+	// RuntimeConfig are API versions served besides the defaults, e.g.
+	// resource.k8s.io/v1alpha3.
+	RuntimeConfig []string
+}
+
+// MainWith is Main with a kube-apiserver run as o says.
+func MainWith(m *testing.M, o Options, setup func(*Env) error) {
+	code, err := run(m, o, setup)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "integration tests cannot run: %v\n", err)
 		os.Exit(1)
@@ -65,8 +79,8 @@ func Main(m *testing.M, setup func(*Env) error) {
 	os.Exit(code)
 }
 
-func run(m *testing.M, setup func(*Env) error) (int, error) {
-	e, err := Start()
+func run(m *testing.M, o Options, setup func(*Env) error) (int, error) {
+	e, err := StartWith(o)
 	if err != nil {
 		return 0, err
 	}
@@ -79,7 +93,10 @@ func run(m *testing.M, setup func(*Env) error) (int, error) {
 
 // Start checks KUBEBUILDER_ASSETS and starts kube-apiserver and etcd with
 // the CRDs of components/api/config/crd installed.
-func Start() (*Env, error) {
+func Start() (*Env, error) { return StartWith(Options{}) }
+
+// StartWith is Start with a kube-apiserver run as o says.
+func StartWith(o Options) (*Env, error) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run make integration, or make envtest and point it at _output/envtest")
@@ -119,6 +136,13 @@ func Start() (*Env, error) {
 		Dir:    dir,
 	}
 	e.cleanups = append(e.cleanups, func() { _ = os.RemoveAll(dir) })
+	args := e.Environment.ControlPlane.GetAPIServer().Configure()
+	for _, g := range o.FeatureGates {
+		args.Append("feature-gates", g+"=true")
+	}
+	for _, v := range o.RuntimeConfig {
+		args.Append("runtime-config", v+"=true")
+	}
 	if e.Config, err = e.Environment.Start(); err != nil {
 		e.Stop()
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)

@@ -68,6 +68,17 @@ type PlacementPolicySpec struct {
 	Devices *DevicePolicy `json:"devices,omitempty"`
 }
 
+// DeviceTaintEffect is the effect of a device taint.
+type DeviceTaintEffect string
+
+// Device taint effects a policy may ask for.
+const (
+	// DeviceTaintNoSchedule keeps new allocations off the device.
+	DeviceTaintNoSchedule DeviceTaintEffect = "NoSchedule"
+	// DeviceTaintNoExecute also evicts the pods that use the device.
+	DeviceTaintNoExecute DeviceTaintEffect = "NoExecute"
+)
+
 // DevicePolicy bounds a tenant's ResourceClaims and ResourceClaimTemplates.
 // The admission webhook judges every request of a claim (exactly and each
 // firstAvailable subrequest) at creation, and every allocation of a
@@ -99,6 +110,16 @@ type DevicePolicy struct {
 	// The device then holds claims of this tenant only.
 	// +optional
 	AllowCapacityRequests bool `json:"allowCapacityRequests,omitempty"`
+
+	// taintEffect is the effect of the device taint the observe
+	// controller puts on a DRA device of the tenant's pool whose evidence
+	// the policy does not allow (stale, failing, below a minimum):
+	// NoSchedule (the default) keeps new claims off it; NoExecute also
+	// evicts the pods that use it.
+	// +kubebuilder:validation:Enum=NoSchedule;NoExecute
+	// +kubebuilder:default=NoSchedule
+	// +optional
+	TaintEffect DeviceTaintEffect `json:"taintEffect,omitempty"`
 
 	// opaqueConfigDrivers are drivers whose opaque configuration the
 	// tenant's claims may pass. The sharing configuration of the GPU

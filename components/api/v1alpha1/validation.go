@@ -62,6 +62,11 @@ func validateDevicePolicy(d *DevicePolicy, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateNames(path.Child("deviceClasses"), d.DeviceClasses, 64, 253)...)
 	errs = append(errs, validateNames(path.Child("opaqueConfigDrivers"), d.OpaqueConfigDrivers, 16, 63)...)
+	switch d.TaintEffect {
+	case "", DeviceTaintNoSchedule, DeviceTaintNoExecute:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("taintEffect"), d.TaintEffect, []DeviceTaintEffect{DeviceTaintNoSchedule, DeviceTaintNoExecute}))
+	}
 	if m := d.MaxDevicesPerRequest; m != nil && *m < 1 {
 		errs = append(errs, field.Invalid(path.Child("maxDevicesPerRequest"), *m, "must be at least 1"))
 	}

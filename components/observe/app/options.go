@@ -28,6 +28,7 @@ type Options struct {
 	PublishEvidence  bool
 	TaintPools       bool
 	TaintTEE         bool
+	TaintDevices     bool
 	ComplianceLabels bool
 	RefreshPeriod    time.Duration
 	Resync           time.Duration
@@ -55,6 +56,7 @@ func ParseFlags(args []string, out io.Writer) (*Options, error) {
 	fs.BoolVar(&o.PublishEvidence, "publish-evidence", true, "publish NodeSecurityStates from node feature labels")
 	fs.BoolVar(&o.TaintPools, "taint-pools", true, "keep the NoSchedule pool taint of pool nodes in step with their label")
 	fs.BoolVar(&o.TaintTEE, "taint-tee", false, "keep a "+guard.TaintTEE+"=<type>:NoSchedule taint on every node whose attested evidence shows a TEE")
+	fs.BoolVar(&o.TaintDevices, "taint-devices", false, "keep a DeviceTaintRule ("+guard.DeviceTaintKey+") on every DRA device of a pool node whose evidence the pool's policies do not allow; where the cluster serves no DeviceTaintRules (resource.k8s.io/v1alpha3), say so and taint nothing")
 	fs.BoolVar(&o.ComplianceLabels, "compliance-labels", true, "keep a "+guard.ComplianceLabelPrefix+"<policy>=true label on each node the policy allows its tenants' pods on")
 	fs.DurationVar(&o.RefreshPeriod, "refresh-period", evidence.DefaultRefreshPeriod, "how often unchanged evidence gets a new observedAt")
 	fs.DurationVar(&o.Resync, "resync", postbind.DefaultResync, "how often every protected pod is re-evaluated")

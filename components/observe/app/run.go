@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -23,6 +24,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/core/client"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/observe/compliance"
+	"github.com/xila-guard/xila-guard/components/observe/devicetaint"
 	"github.com/xila-guard/xila-guard/components/observe/evidence"
 	"github.com/xila-guard/xila-guard/components/observe/metrics"
 	"github.com/xila-guard/xila-guard/components/observe/pooltaint"
@@ -41,6 +43,8 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=guard.xila.us,resources=nodesecuritystates,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=guard.xila.us,resources=tenantbindings;placementpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=devicetaintrules,verbs=get;list;watch;create;update;patch;delete
 
 // LeaderElectionID names the Lease the replicas compete for.
 const LeaderElectionID = "xila-guard-observe.guard.xila.us"
@@ -123,6 +127,11 @@ func RunWithConfig(ctx context.Context, cfg *rest.Config, o *Options, report io.
 			return fmt.Errorf("setting up the TEE taint manager: %w", err)
 		}
 	}
+	if o.TaintDevices {
+		if err := setUpDeviceTaints(mgr, cfg, eval, o, log); err != nil {
+			return err
+		}
+	}
 	if o.ComplianceLabels {
 		l := &compliance.Labeller{Client: mgr.GetClient(), Evaluator: eval, Profile: o.Profile, Observer: m}
 		if err := l.SetupWithManager(mgr, o.Workers); err != nil {
@@ -174,4 +183,27 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return clientcmd.BuildConfigFromFlags("", kubeconfig)
 	}
 	return ctrl.GetConfig()
+}
+
+// setUpDeviceTaints runs the device tainter where the cluster serves
+// DeviceTaintRules; elsewhere devices whose evidence fails are refused at
+// allocation only, which it logs.
+func setUpDeviceTaints(mgr ctrl.Manager, cfg *rest.Config, eval postbind.Evaluator, o *Options, log logr.Logger) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building a discovery client: %w", err)
+	}
+	served, err := devicetaint.Served(dc)
+	if err != nil {
+		return fmt.Errorf("asking whether DeviceTaintRules are served: %w", err)
+	}
+	if !served {
+		log.Info("the cluster serves no DeviceTaintRules (resource.k8s.io/v1alpha3, feature gate DRADeviceTaints): devices whose evidence fails are refused at allocation, not tainted")
+		return nil
+	}
+	t := &devicetaint.Tainter{Client: mgr.GetClient(), Evaluator: eval, Profile: o.Profile}
+	if err := t.SetupWithManager(mgr, o.Workers); err != nil {
+		return fmt.Errorf("setting up the device tainter: %w", err)
+	}
+	return nil
 }

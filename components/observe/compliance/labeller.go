@@ -76,7 +76,7 @@ func (l *Labeller) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		}
 		return reconcile.Result{}, fmt.Errorf("reading node %s: %w", req.Name, err)
 	}
-	subjects, err := l.subjects(ctx, node.Labels[guard.LabelTenantPool])
+	subjects, err := PoolSubjects(ctx, l.Client, node.Labels[guard.LabelTenantPool])
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -111,24 +111,24 @@ func (l *Labeller) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	return reconcile.Result{RequeueAfter: l.next(subjects, candidate)}, nil
 }
 
-// subject is a tenant whose pods a policy judges.
-type subject struct {
-	namespace string
-	tenant    *wire.Tenant
-	policy    *wire.Policy
+// Subject is a tenant whose pods a policy judges, with a namespace of its.
+type Subject struct {
+	Namespace string
+	Tenant    *wire.Tenant
+	Policy    *wire.Policy
 }
 
-// subjects returns, by policy name, the tenants whose pods the policy
+// PoolSubjects returns, by policy name, the tenants whose pods the policy
 // judges and that may use a node of the pool (every tenant when the node
 // is in no pool). Tenants and policies are resolved with the rules every
 // component shares, so a namespace annotation names a policy only where a
 // binding lets it.
-func (l *Labeller) subjects(ctx context.Context, pool string) (map[string][]subject, error) {
-	lookup, err := resolve.ListBindings(ctx, l.Client)
+func PoolSubjects(ctx context.Context, c client.Reader, pool string) (map[string][]Subject, error) {
+	lookup, err := resolve.ListBindings(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]subject{}
+	out := map[string][]Subject{}
 	seen := map[[2]string]bool{}
 	for i := range lookup.Bindings {
 		b := &lookup.Bindings[i]
@@ -154,7 +154,7 @@ func (l *Labeller) subjects(ctx context.Context, pool string) (map[string][]subj
 				continue
 			}
 			seen[k] = true
-			out[id.Policy.Name] = append(out[id.Policy.Name], subject{namespace: name, tenant: wire.TenantOf(id.Tenant), policy: wire.PolicyOf(id.Policy)})
+			out[id.Policy.Name] = append(out[id.Policy.Name], Subject{Namespace: name, Tenant: wire.TenantOf(id.Tenant), Policy: wire.PolicyOf(id.Policy)})
 		}
 	}
 	return out, nil
@@ -162,12 +162,12 @@ func (l *Labeller) subjects(ctx context.Context, pool string) (map[string][]subj
 
 // allowed reports whether the policy allows every one of its tenants on
 // the node. An evaluator error is a refusal, and is returned too.
-func (l *Labeller) allowed(ctx context.Context, subjects []subject, candidate wire.Node) (bool, error) {
+func (l *Labeller) allowed(ctx context.Context, subjects []Subject, candidate wire.Node) (bool, error) {
 	for _, s := range subjects {
 		res, err := l.Evaluator.Evaluate(ctx, &wire.EvaluateRequest{Profile: l.Profile,
-			Pod: wire.Pod{Namespace: s.namespace}, Tenant: s.tenant, Policy: s.policy, Nodes: []wire.Node{candidate}})
+			Pod: wire.Pod{Namespace: s.Namespace}, Tenant: s.Tenant, Policy: s.Policy, Nodes: []wire.Node{candidate}})
 		if err != nil {
-			return false, fmt.Errorf("evaluating policy %s on node %s: %w", s.policy.Name, candidate.Name, err)
+			return false, fmt.Errorf("evaluating policy %s on node %s: %w", s.Policy.Name, candidate.Name, err)
 		}
 		if res.Decision != guard.DecisionAllow {
 			return false, nil
@@ -216,7 +216,7 @@ func (l *Labeller) observe(key string, compliant bool) {
 // next returns when to look at the node again: at the resync period, or
 // just after its evidence outlives the shortest maxAge of the policies,
 // whichever is sooner.
-func (l *Labeller) next(subjects map[string][]subject, candidate wire.Node) time.Duration {
+func (l *Labeller) next(subjects map[string][]Subject, candidate wire.Node) time.Duration {
 	after := l.Resync
 	if after <= 0 {
 		after = DefaultResync
@@ -230,7 +230,7 @@ func (l *Labeller) next(subjects map[string][]subject, candidate wire.Node) time
 	}
 	for _, ss := range subjects {
 		maxAge := v1alpha1.DefaultMaxEvidenceAge
-		if e := ss[0].policy.Spec.Evidence; e.MaxAge != nil {
+		if e := ss[0].Policy.Spec.Evidence; e.MaxAge != nil {
 			maxAge = e.MaxAge.Duration
 		}
 		if until := candidate.State.ObservedAt.Add(maxAge).Sub(now) + time.Second; until > 0 && until < after {

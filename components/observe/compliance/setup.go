@@ -27,7 +27,7 @@ import (
 func (l *Labeller) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	c := mgr.GetClient()
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		return allNodes(ctx, c)
+		return AllNodes(ctx, c)
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("compliance-labels").
 		For(&corev1.Node{}, builder.WithPredicates(nodeInputChanged)).
@@ -53,8 +53,8 @@ var nodeInputChanged = predicate.Funcs{UpdateFunc: func(e crevent.UpdateEvent) b
 		!guard.SameGPUOffer(before.Status.Allocatable, after.Status.Allocatable)
 }}
 
-// allNodes returns a request for every node.
-func allNodes(ctx context.Context, c client.Reader) []reconcile.Request {
+// AllNodes returns a request for every node.
+func AllNodes(ctx context.Context, c client.Reader) []reconcile.Request {
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil {
 		log.FromContext(ctx).Error(err, "listing nodes")

@@ -27,7 +27,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, func(e *testenv.Env) error {
+	// DeviceTaintRules for the device tainter: alpha in Kubernetes 1.35.
+	o := testenv.Options{FeatureGates: []string{"DRADeviceTaints"}, RuntimeConfig: []string{"resource.k8s.io/v1alpha3"}}
+	testenv.MainWith(m, o, func(e *testenv.Env) error {
 		cfg, k8s, scheme, testEnv = e.Config, e.Client, e.Scheme, e.Environment
 		return nil
 	})

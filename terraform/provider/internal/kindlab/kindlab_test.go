@@ -74,6 +74,9 @@ func TestKindConfigMatchesMakeKindUp(t *testing.T) {
 			t.Errorf("node %d role = %s, want %s", i, got.Nodes[i].Role, want.Nodes[i].Role)
 		}
 	}
+	if !reflect.DeepEqual(got.FeatureGates, want.FeatureGates) || !reflect.DeepEqual(got.RuntimeConfig, want.RuntimeConfig) {
+		t.Errorf("feature gates %v and runtime config %v, want %v and %v", got.FeatureGates, got.RuntimeConfig, want.FeatureGates, want.RuntimeConfig)
+	}
 	if len(got.KubeadmConfigPatches) != 1 || len(want.KubeadmConfigPatches) != 1 {
 		t.Fatalf("patches = %q, want %q", got.KubeadmConfigPatches, want.KubeadmConfigPatches)
 	}
