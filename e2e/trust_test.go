@@ -612,7 +612,9 @@ func (e *trustEnv) attempts() []attempt {
 			return err
 		}, func(ctx context.Context) error {
 			name := fixture.MakeResourceSlice(e.compliant, "gpu.example.com").Obj().Name
-			defer func() { _ = e.admin.ResourceV1().ResourceSlices().Delete(context.Background(), name, metav1.DeleteOptions{}) }()
+			defer func() {
+				_ = e.admin.ResourceV1().ResourceSlices().Delete(context.Background(), name, metav1.DeleteOptions{})
+			}()
 			if err := e.waitDeviceTaint(ctx, string(guard.ReasonDeviceEvidenceMissing)); err != nil {
 				return err
 			}
