@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
@@ -158,4 +159,60 @@ func NodeOf(slice *resourcev1.ResourceSlice, d *resourcev1.Device) string {
 		return *slice.Spec.NodeName
 	}
 	return ""
+}
+
+// PodClaims names the ResourceClaims a pod uses: those it names, and
+// those the resource claim controller made from its templates (recorded in
+// the pod's status; an entry there without a claim name means that none
+// was needed). A template the controller has not handled yet is an error.
+func PodClaims(pod *corev1.Pod) ([]string, error) {
+	out := make([]string, 0, len(pod.Spec.ResourceClaims))
+	for _, pc := range pod.Spec.ResourceClaims {
+		if pc.ResourceClaimName != nil {
+			out = append(out, *pc.ResourceClaimName)
+			continue
+		}
+		found := false
+		for _, s := range pod.Status.ResourceClaimStatuses {
+			if s.Name != pc.Name {
+				continue
+			}
+			found = true
+			if s.ResourceClaimName != nil {
+				out = append(out, *s.ResourceClaimName)
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("the claim of the pod's template %q has not been created", pc.Name)
+		}
+	}
+	return out, nil
+}
+
+// PoolKey names a driver's pool: the index under which callers keep the
+// slices Find is given.
+func PoolKey(driver, pool string) string { return driver + "/" + pool }
+
+// Find returns the device published under key, with its slice, among the
+// slices of its pool (PoolKey). A pool being rewritten has slices of two
+// generations for a while; only the newest counts, so a device an older
+// generation published and the newest dropped is not found.
+func Find(pool []*resourcev1.ResourceSlice, key Key) (*resourcev1.ResourceSlice, *resourcev1.Device) {
+	var newest int64
+	for _, s := range pool {
+		if s.Spec.Driver == key.Driver && s.Spec.Pool.Name == key.Pool && s.Spec.Pool.Generation > newest {
+			newest = s.Spec.Pool.Generation
+		}
+	}
+	for _, s := range pool {
+		if s.Spec.Driver != key.Driver || s.Spec.Pool.Name != key.Pool || s.Spec.Pool.Generation != newest {
+			continue
+		}
+		for i := range s.Spec.Devices {
+			if s.Spec.Devices[i].Name == key.Device {
+				return s, &s.Spec.Devices[i]
+			}
+		}
+	}
+	return nil, nil
 }

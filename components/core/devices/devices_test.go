@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -649,5 +650,49 @@ func TestNodeOfAllNodes(t *testing.T) {
 	slice := &resourcev1.ResourceSlice{Spec: resourcev1.ResourceSliceSpec{Driver: NVIDIADriver, AllNodes: &allNodes}}
 	if got := NodeOf(slice, &resourcev1.Device{Name: "gpu-0"}); got != "" {
 		t.Errorf("NodeOf = %q, want empty for a slice of all nodes", got)
+	}
+}
+
+func TestPodClaims(t *testing.T) {
+	name := func(s string) *string { return &s }
+	pod := &corev1.Pod{Spec: corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{
+		{Name: "named", ResourceClaimName: name("shared")},
+		{Name: "made", ResourceClaimTemplateName: name("one-gpu")},
+		{Name: "unneeded", ResourceClaimTemplateName: name("one-gpu")},
+	}}, Status: corev1.PodStatus{ResourceClaimStatuses: []corev1.PodResourceClaimStatus{
+		{Name: "made", ResourceClaimName: name("train-made-x1")},
+		// No claim was needed for this one: nothing to judge.
+		{Name: "unneeded"},
+	}}}
+	got, err := PodClaims(pod)
+	if err != nil || !reflect.DeepEqual(got, []string{"shared", "train-made-x1"}) {
+		t.Errorf("PodClaims = %v, %v; want [shared train-made-x1]", got, err)
+	}
+	pod.Status.ResourceClaimStatuses = pod.Status.ResourceClaimStatuses[1:]
+	if got, err := PodClaims(pod); err == nil {
+		t.Errorf("PodClaims = %v for a template the controller has not handled, want an error", got)
+	}
+}
+
+func TestFindNewestGenerationOnly(t *testing.T) {
+	slice := func(gen int64, devs ...string) *resourcev1.ResourceSlice {
+		s := &resourcev1.ResourceSlice{Spec: resourcev1.ResourceSliceSpec{Driver: "gpu.example.com",
+			Pool: resourcev1.ResourcePool{Name: "n1", Generation: gen, ResourceSliceCount: 1}}}
+		for _, d := range devs {
+			s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{Name: d})
+		}
+		return s
+	}
+	old, cur := slice(1, "gpu-0", "gpu-1"), slice(2, "gpu-1")
+	for _, order := range [][]*resourcev1.ResourceSlice{{old, cur}, {cur, old}} {
+		if s, d := Find(order, Key{"gpu.example.com", "n1", "gpu-1"}); d == nil || s != cur {
+			t.Errorf("gpu-1 found in %v, want the generation 2 slice", s)
+		}
+		if _, d := Find(order, Key{"gpu.example.com", "n1", "gpu-0"}); d != nil {
+			t.Error("gpu-0, which generation 2 dropped, was found")
+		}
+		if _, d := Find(order, Key{"gpu.nvidia.com", "n1", "gpu-1"}); d != nil {
+			t.Error("a device of another driver was found")
+		}
 	}
 }

@@ -73,7 +73,7 @@ func TestPreBindRechallenge(t *testing.T) {
 		answer: func(string) (*v1alpha1.NodeSecurityState, error) {
 			return nil, errors.New("502 Bad Gateway: the attester did not answer")
 		},
-		bind: want{fwk.UnschedulableAndUnresolvable, "ATTESTATION_STALE: the attestation passed 2h0m0s ago, more than maxAttestationAge 1h0m0s; re-attesting the node failed: 502 Bad Gateway"}, challenges: 1,
+		bind: want{fwk.UnschedulableAndUnresolvable, "ago, more than maxAttestationAge 1h0m0s; re-attesting the node failed: 502 Bad Gateway"}, challenges: 1,
 	}, {
 		name: "stale verdict, the new attestation fails: refused", truth: old("a1"),
 		answer: func(n string) (*v1alpha1.NodeSecurityState, error) {

@@ -3,6 +3,7 @@ package enforcement
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,67 +17,33 @@ import (
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
-// sliceDeviceIndex indexes ResourceSlices by the devices they publish.
-const sliceDeviceIndex = "xila-guard.device"
+// slicePoolIndex indexes ResourceSlices by their driver's pool.
+const slicePoolIndex = "xila-guard.pool"
 
-func sliceDeviceKeys(obj any) ([]string, error) {
+func slicePoolKeys(obj any) ([]string, error) {
 	s, ok := obj.(*resourcev1.ResourceSlice)
 	if !ok {
 		return nil, nil
 	}
-	out := make([]string, 0, len(s.Spec.Devices))
-	for _, d := range s.Spec.Devices {
-		out = append(out, devices.Key{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}.String())
-	}
-	return out, nil
+	return []string{devices.PoolKey(s.Spec.Driver, s.Spec.Pool.Name)}, nil
 }
 
-// sliceDevice finds the device published under key; the newest generation
-// of its pool wins.
+// sliceDevice finds the device published under key, in the newest
+// generation of its pool.
 func (c *caches) sliceDevice(key devices.Key) (*resourcev1.ResourceSlice, *resourcev1.Device) {
-	objs, err := c.slices.ByIndex(sliceDeviceIndex, key.String())
+	objs, err := c.slices.ByIndex(slicePoolIndex, devices.PoolKey(key.Driver, key.Pool))
 	if err != nil {
 		return nil, nil
 	}
-	var slice *resourcev1.ResourceSlice
-	var dev *resourcev1.Device
+	slices := make([]*resourcev1.ResourceSlice, 0, len(objs))
 	for _, o := range objs {
-		s := o.(*resourcev1.ResourceSlice)
-		if slice != nil && s.Spec.Pool.Generation <= slice.Spec.Pool.Generation {
-			continue
-		}
-		for i := range s.Spec.Devices {
-			if s.Spec.Devices[i].Name == key.Device {
-				slice, dev = s, &s.Spec.Devices[i]
-				break
-			}
-		}
+		slices = append(slices, o.(*resourcev1.ResourceSlice))
 	}
-	return slice, dev
+	return devices.Find(slices, key)
 }
 
-// claimsOf names the ResourceClaims a pod uses: those it names, and those
-// the resource claim controller made from its templates.
-func claimsOf(pod *corev1.Pod) ([]string, error) {
-	out := make([]string, 0, len(pod.Spec.ResourceClaims))
-	for _, pc := range pod.Spec.ResourceClaims {
-		if pc.ResourceClaimName != nil {
-			out = append(out, *pc.ResourceClaimName)
-			continue
-		}
-		found := false
-		for _, s := range pod.Status.ResourceClaimStatuses {
-			if s.Name == pc.Name && s.ResourceClaimName != nil {
-				out = append(out, *s.ResourceClaimName)
-				found = true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("the claim of the pod's template %q has not been created", pc.Name)
-		}
-	}
-	return out, nil
-}
+// claimsOf names the ResourceClaims a pod uses.
+func claimsOf(pod *corev1.Pod) ([]string, error) { return devices.PodClaims(pod) }
 
 // judgeClaims judges, at Bind, every device the pod's claims hold, with the
 // node's fresh evidence and the tenant's fresh policy (devices.Judge, the
@@ -99,7 +66,7 @@ func (pl *Enforcement) judgeClaims(ctx context.Context, pod *corev1.Pod, node *c
 	state := f.stateSpec()
 	ev := bindEvaluator{ctx: ctx, pl: pl}
 	for _, name := range names {
-		claim, err := pl.allocatedClaim(ctx, pod.Namespace, name)
+		claim, err := pl.allocatedClaim(ctx, pod, name)
 		if err != nil {
 			return fwk.AsStatus(err)
 		}
@@ -135,19 +102,24 @@ func (pl *Enforcement) judgeClaims(ctx context.Context, pod *corev1.Pod, node *c
 	return nil
 }
 
-// allocatedClaim reads a claim from the cache, or from the API server when
-// the cache has it unallocated (the allocation was written a moment ago).
-func (pl *Enforcement) allocatedClaim(ctx context.Context, ns, name string) (*resourcev1.ResourceClaim, error) {
-	c, err := pl.caches.claims.ResourceClaims(ns).Get(name)
-	if err == nil && c.Status.Allocation != nil {
+// allocatedClaim reads a claim from the cache when the cache already has
+// it allocated and reserved for the pod (the DynamicResources plugin writes
+// both at PreBind), and otherwise from the API server: an allocation
+// written a moment ago, or rewritten since the cache saw it, is judged as
+// it is now.
+func (pl *Enforcement) allocatedClaim(ctx context.Context, pod *corev1.Pod, name string) (*resourcev1.ResourceClaim, error) {
+	c, err := pl.caches.claims.ResourceClaims(pod.Namespace).Get(name)
+	if err == nil && c.Status.Allocation != nil && slices.ContainsFunc(c.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool {
+		return r.UID == pod.UID
+	}) {
 		return c, nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("reading claim %s/%s: %w", ns, name, err)
+		return nil, fmt.Errorf("reading claim %s/%s: %w", pod.Namespace, name, err)
 	}
-	c, err = pl.handle.ClientSet().ResourceV1().ResourceClaims(ns).Get(ctx, name, metav1.GetOptions{})
+	c, err = pl.handle.ClientSet().ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("reading claim %s/%s: %w", ns, name, err)
+		return nil, fmt.Errorf("reading claim %s/%s: %w", pod.Namespace, name, err)
 	}
 	return c, nil
 }

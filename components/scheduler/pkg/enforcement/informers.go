@@ -34,8 +34,8 @@ func startCaches(ctx context.Context, h fwk.Handle, gc *guardclient.Client, pool
 	// scheduler's own informers of claims and slices, which its
 	// DynamicResources plugin reads too.
 	sliceInformer := factory.Resource().V1().ResourceSlices().Informer()
-	if err := sliceInformer.AddIndexers(cache.Indexers{sliceDeviceIndex: sliceDeviceKeys}); err != nil {
-		return nil, nil, fmt.Errorf("indexing ResourceSlices by device: %w", err)
+	if err := sliceInformer.AddIndexers(cache.Indexers{slicePoolIndex: slicePoolKeys}); err != nil {
+		return nil, nil, fmt.Errorf("indexing ResourceSlices by pool: %w", err)
 	}
 	c := &caches{
 		poolLabel:  poolLabel,

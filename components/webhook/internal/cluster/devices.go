@@ -14,9 +14,12 @@ import (
 	"github.com/xila-guard/xila-guard/components/webhook/pkg/admission"
 )
 
-// byDevice indexes ResourceSlices by the devices they publish, and
-// ResourceClaims by the devices their allocation holds.
-const byDevice = "device"
+// Index names: ResourceSlices by their driver's pool, ResourceClaims by
+// the devices their allocation holds.
+const (
+	byPool   = "pool"
+	byDevice = "device"
+)
 
 // Devices reads ResourceSlices and allocated ResourceClaims from informer
 // caches. It implements admission.Devices.
@@ -34,8 +37,8 @@ func NewDevices(kube kubernetes.Interface) (*Devices, error) {
 	f := informers.NewSharedInformerFactory(kube, 0)
 	slices := f.Resource().V1().ResourceSlices().Informer()
 	claims := f.Resource().V1().ResourceClaims().Informer()
-	if err := slices.AddIndexers(cache.Indexers{byDevice: sliceDevices}); err != nil {
-		return nil, fmt.Errorf("indexing ResourceSlices by device: %w", err)
+	if err := slices.AddIndexers(cache.Indexers{byPool: slicePool}); err != nil {
+		return nil, fmt.Errorf("indexing ResourceSlices by pool: %w", err)
 	}
 	if err := claims.SetTransform(slimClaim); err != nil {
 		return nil, fmt.Errorf("slimming cached ResourceClaims: %w", err)
@@ -69,28 +72,17 @@ func (d *Devices) Synced() bool {
 	return true
 }
 
-// Device returns the device published under key. A pool being rewritten
-// has slices of two generations for a while; the newest wins, as it does
-// for the scheduler.
+// Device returns the device published under key.
 func (d *Devices) Device(key devices.Key) (*resourcev1.ResourceSlice, *resourcev1.Device, bool) {
-	objs, err := d.slices.ByIndex(byDevice, key.String())
+	objs, err := d.slices.ByIndex(byPool, devices.PoolKey(key.Driver, key.Pool))
 	if err != nil {
 		return nil, nil, false
 	}
-	var slice *resourcev1.ResourceSlice
-	var dev *resourcev1.Device
+	slices := make([]*resourcev1.ResourceSlice, 0, len(objs))
 	for _, o := range objs {
-		s := o.(*resourcev1.ResourceSlice)
-		if slice != nil && s.Spec.Pool.Generation <= slice.Spec.Pool.Generation {
-			continue
-		}
-		for i := range s.Spec.Devices {
-			if s.Spec.Devices[i].Name == key.Device {
-				slice, dev = s, &s.Spec.Devices[i]
-				break
-			}
-		}
+		slices = append(slices, o.(*resourcev1.ResourceSlice))
 	}
+	slice, dev := devices.Find(slices, key)
 	return slice, dev, dev != nil
 }
 
@@ -108,13 +100,9 @@ func (d *Devices) Holders(key devices.Key) []admission.ClaimRef {
 	return out
 }
 
-func sliceDevices(obj any) ([]string, error) {
+func slicePool(obj any) ([]string, error) {
 	s := obj.(*resourcev1.ResourceSlice)
-	out := make([]string, 0, len(s.Spec.Devices))
-	for _, dev := range s.Spec.Devices {
-		out = append(out, devices.Key{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: dev.Name}.String())
-	}
-	return out, nil
+	return []string{devices.PoolKey(s.Spec.Driver, s.Spec.Pool.Name)}, nil
 }
 
 func heldDevices(obj any) ([]string, error) {
