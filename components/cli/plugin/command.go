@@ -264,6 +264,10 @@ func PrintExplanation(w io.Writer, e *Explanation) {
 	}
 	fmt.Fprintln(w)
 	PrintNodes(w, e.Nodes)
+	if len(e.Devices) > 0 || e.DeviceNote != "" {
+		fmt.Fprintln(w)
+		printDevices(w, e)
+	}
 	fmt.Fprintln(w)
 	switch {
 	case e.Bound() && e.Allowed():
@@ -286,6 +290,33 @@ func printEvents(w io.Writer, evs []string) {
 	for _, e := range evs {
 		fmt.Fprintf(w, "  %s\n", e)
 	}
+}
+
+// printDevices writes one line per device the pod's claims hold.
+func printDevices(w io.Writer, e *Explanation) {
+	if e.DeviceNote != "" {
+		fmt.Fprintf(w, "Devices not judged: %s\n", e.DeviceNote)
+	}
+	if len(e.Devices) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLAIM\tDEVICE\tNODE\tDECISION\tREASONS\tWHY")
+	for _, d := range e.Devices {
+		reasons, why := "-", d.Fact
+		if len(d.Reasons) > 0 {
+			rs := make([]string, len(d.Reasons))
+			for i, r := range d.Reasons {
+				rs[i] = string(r)
+			}
+			reasons = strings.Join(rs, ",")
+		}
+		if why == "" {
+			why = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", d.Claim, d.Device, d.Node, d.Decision, reasons, why)
+	}
+	_ = tw.Flush()
 }
 
 // PrintNodes writes one line per node: decision, reasons, the fact that

@@ -10,12 +10,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/resolve"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/devices"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
@@ -42,8 +44,25 @@ type Explanation struct {
 	// Nodes are the candidate nodes, allowed first: every node for a pod
 	// not bound yet, its own node for a bound one.
 	Nodes []NodeExplanation
+	// Devices are the DRA devices the pod's claims hold, each judged as
+	// the webhook judges their allocation; none for a pod without
+	// allocated claims.
+	Devices []DeviceExplanation
+	// DeviceNote says why the devices could not be judged.
+	DeviceNote string
 	// Events are the pod's latest scheduling and Xila Guard events.
 	Events []string
+}
+
+// DeviceExplanation is the judgement of one device a claim of the pod holds.
+type DeviceExplanation struct {
+	Claim string
+	// Device is <driver>/<pool>/<device>.
+	Device   string
+	Node     string
+	Decision guard.Decision
+	Reasons  []guard.Reason
+	Fact     string
 }
 
 // NodeExplanation is one node's judgement.
@@ -127,7 +146,81 @@ func Explain(ctx context.Context, r client.Reader, profile guard.Profile, clock 
 	slices.SortFunc(out.Nodes, func(a, b NodeExplanation) int {
 		return cmp.Or(cmp.Compare(rank(a.Decision), rank(b.Decision)), cmp.Compare(a.Node, b.Node))
 	})
+	if id.Tenant != nil && id.Policy != nil && len(pod.Spec.ResourceClaims) > 0 {
+		if err := explainDevices(ctx, r, eval, profile, pod, devices.Claim{Namespace: namespace, Tenant: wire.TenantOf(id.Tenant), Policy: wire.PolicyOf(id.Policy)}, out); err != nil {
+			out.DeviceNote = err.Error()
+		}
+	}
 	return out, nil
+}
+
+// explainDevices judges every device the pod's allocated claims hold, with
+// the judgement the webhook gives their allocation (devices.Judge).
+func explainDevices(ctx context.Context, r client.Reader, eval devices.Evaluator, profile guard.Profile, pod *corev1.Pod, c devices.Claim, out *Explanation) error {
+	names, err := devices.PodClaims(pod)
+	if err != nil {
+		return err
+	}
+	var sl resourcev1.ResourceSliceList
+	if err := r.List(ctx, &sl); err != nil {
+		return fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	pools := map[string][]*resourcev1.ResourceSlice{}
+	for i := range sl.Items {
+		s := &sl.Items[i]
+		k := devices.PoolKey(s.Spec.Driver, s.Spec.Pool.Name)
+		pools[k] = append(pools[k], s)
+	}
+	for _, name := range names {
+		claim := &resourcev1.ResourceClaim{}
+		if err := r.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: name}, claim); err != nil {
+			return fmt.Errorf("reading claim %s: %w", name, err)
+		}
+		a := claim.Status.Allocation
+		if a == nil {
+			continue
+		}
+		configs := devices.AllocationConfigs(a)
+		for i := range a.Devices.Results {
+			res := &a.Devices.Results[i]
+			key := devices.KeyOf(res)
+			d := DeviceExplanation{Claim: name, Device: key.String()}
+			slice, dev := devices.Find(pools[devices.PoolKey(key.Driver, key.Pool)], key)
+			var node *corev1.Node
+			if dev != nil {
+				d.Node = devices.NodeOf(slice, dev)
+				node = &corev1.Node{}
+				if err := r.Get(ctx, client.ObjectKey{Name: d.Node}, node); err != nil {
+					node = nil
+				}
+			}
+			if node == nil {
+				d.Decision, d.Reasons = guard.DecisionIndeterminate, []guard.Reason{guard.ReasonDeviceUnknown}
+				d.Fact = "no ResourceSlice publishes the device on a known node"
+				out.Devices = append(out.Devices, d)
+				continue
+			}
+			var state *v1alpha1.NodeSecurityStateSpec
+			nss := &v1alpha1.NodeSecurityState{}
+			if err := r.Get(ctx, client.ObjectKey{Name: d.Node}, nss); err == nil {
+				state = &nss.Spec
+			}
+			c.Name = name
+			fs := devices.Judge(eval, profile, guard.LabelTenantPool, c, devices.Allocated{Result: res, Configs: configs, Device: dev, Node: node, State: state})
+			d.Decision = guard.DecisionAllow
+			if len(fs) > 0 {
+				d.Decision = guard.DecisionDeny
+				facts := make([]string, len(fs))
+				for j, f := range fs {
+					d.Reasons = append(d.Reasons, f.Reason)
+					facts[j] = f.Detail
+				}
+				d.Fact = strings.Join(facts, "; ")
+			}
+			out.Devices = append(out.Devices, d)
+		}
+	}
+	return nil
 }
 
 // rank orders decisions for reading: allowed nodes first.
