@@ -28,7 +28,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/xila-guard/xila-guard/components/api/fixture"
+	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/observe/devicetaint"
 	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
@@ -107,6 +109,29 @@ func TestObserve(t *testing.T) {
 				}
 			}
 			waitMetric(ctx, t, cs, `xila_guard_observe_compliance_label_changes_total{change="added",policy="`+o.tenant+`"}`, 0, 30*time.Second)
+			return ctx
+		}).
+		Assess("G-DEVICE-SLICES G-DEVICE-TAINTS a worker publishes a GPU its evidence does not name: tainted, and the taint goes with the device", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			o := observedFrom(ctx, t)
+			w := o.workers[compliantPoolNode]
+			// A DRA driver publishes its devices with its node's credentials.
+			node, err := kubernetes.NewForConfig(impersonatedConfig(cfg, "system:node:"+w, []string{"system:nodes", "system:authenticated"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := fixture.MakeResourceSlice(w, "gpu.example.com").GPU("gpu-0", "GPU-unvouched", "Example GPU").Obj()
+			if _, err := node.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("the node publishes its device: %v", err)
+			}
+			cs := clientset(t, cfg)
+			defer func() {
+				_ = cs.ResourceV1().ResourceSlices().Delete(context.Background(), s.Name, metav1.DeleteOptions{})
+			}()
+			waitDeviceTaints(ctx, t, cs, w, string(guard.ReasonDeviceEvidenceMissing))
+			if err := node.ResourceV1().ResourceSlices().Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitDeviceTaints(ctx, t, cs, w)
 			return ctx
 		}).
 		Assess("a pod an external scheduler put on a non-compliant node is reported after binding", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -779,5 +804,29 @@ func waitFor(ctx context.Context, t *testing.T, timeout time.Duration, check fun
 	})
 	if err != nil {
 		t.Fatalf("after %s: %v", timeout, last)
+	}
+}
+
+// waitDeviceTaints waits until the guard's DeviceTaintRules of a node's
+// devices carry exactly the reasons given.
+func waitDeviceTaints(ctx context.Context, t *testing.T, cs kubernetes.Interface, node string, reasons ...string) {
+	t.Helper()
+	var last []string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := cs.ResourceV1alpha3().DeviceTaintRules().List(ctx, metav1.ListOptions{LabelSelector: devicetaint.LabelNode + "=" + node})
+		if err != nil {
+			return false, nil
+		}
+		last = last[:0]
+		for _, r := range l.Items {
+			if r.Spec.Taint.Key == guard.DeviceTaintKey {
+				last = append(last, r.Spec.Taint.Value)
+			}
+		}
+		slices.Sort(last)
+		return slices.Equal(last, reasons), nil
+	})
+	if err != nil {
+		t.Fatalf("device taints of %s are %v, want %v: %v", node, last, reasons, err)
 	}
 }

@@ -27,7 +27,6 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
-	"github.com/xila-guard/xila-guard/components/observe/devicetaint"
 	"github.com/xila-guard/xila-guard/e2e/lab"
 )
 
@@ -119,32 +118,6 @@ func tearDownTrust(ctx context.Context, t *testing.T, l *lab.Lab) {
 	if err := l.RevokeBinding(ctx, trustRole); err != nil {
 		t.Errorf("revoking %s: %v", trustRole, err)
 	}
-}
-
-// waitDeviceTaint waits until the compliant worker's devices carry the
-// guard's taint for reason, or none when reason is empty.
-func (e *trustEnv) waitDeviceTaint(ctx context.Context, reason string) error {
-	var last []string
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := e.admin.ResourceV1alpha3().DeviceTaintRules().List(ctx, metav1.ListOptions{LabelSelector: devicetaint.LabelNode + "=" + e.compliant})
-		if err != nil {
-			return false, err
-		}
-		last = last[:0]
-		for _, r := range l.Items {
-			if r.Spec.Taint.Key == guard.DeviceTaintKey {
-				last = append(last, r.Spec.Taint.Value)
-			}
-		}
-		if reason == "" {
-			return len(last) == 0, nil
-		}
-		return len(last) == 1 && last[0] == reason, nil
-	})
-	if err != nil {
-		return fmt.Errorf("device taints of %s are %v, want %q: %w", e.compliant, last, reason, err)
-	}
-	return nil
 }
 
 // judge returns what is wrong with err for an attempt that wants want.
@@ -603,26 +576,6 @@ func (e *trustEnv) attempts() []attempt {
 		{"G-EVIDENCE-LABELS node writes evidence through nodes/status", "EVIDENCE_LABEL_NOT_ALLOWED", func(ctx context.Context) error {
 			return patchNode(ctx, w1, e.compliant, true, labels("nvidia.com/gpu.product", "H100"))
 		}, nil},
-		// A node's DRA driver publishes its devices with the node's
-		// credentials: a device the evidence does not name is taken out of
-		// service, and the taint goes with the device.
-		{"G-DEVICE-SLICES G-DEVICE-TAINTS compliant worker publishes a GPU its evidence does not name (tainted)", "", func(ctx context.Context) error {
-			s := fixture.MakeResourceSlice(e.compliant, "gpu.example.com").GPU("gpu-0", "GPU-unvouched", "Example GPU").Obj()
-			_, err := w1.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{})
-			return err
-		}, func(ctx context.Context) error {
-			name := fixture.MakeResourceSlice(e.compliant, "gpu.example.com").Obj().Name
-			defer func() {
-				_ = e.admin.ResourceV1().ResourceSlices().Delete(context.Background(), name, metav1.DeleteOptions{})
-			}()
-			if err := e.waitDeviceTaint(ctx, string(guard.ReasonDeviceEvidenceMissing)); err != nil {
-				return err
-			}
-			if err := w1.ResourceV1().ResourceSlices().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-				return err
-			}
-			return e.waitDeviceTaint(ctx, "")
-		}},
 		{"node writes its NodeSecurityState", rbacDenied, func(ctx context.Context) error {
 			_, dyn, err := e.l.As("system:node:"+e.compliant, "system:nodes")
 			if err != nil {

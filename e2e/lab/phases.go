@@ -25,7 +25,6 @@ func (l *Lab) Values(profile string) map[string]any {
 	return Merge(PlatformOnControlPlane(), TenantRBACValues(l.Tenant.Name, l.User), map[string]any{
 		"enforcement": map[string]any{"enabled": true, "profile": profile},
 		"webhook":     map[string]any{"enabled": true, "devices": true},
-		"observe":     map[string]any{"deviceTaints": true},
 	}, l.Overrides)
 }
 

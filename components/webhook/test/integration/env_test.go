@@ -44,7 +44,7 @@ func guardClient() (rest.Interface, error) {
 	return rest.RESTClientFor(c)
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -54,7 +54,7 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func waitOK(t *testing.T, c *http.Client, url, what string) {
+func waitOK(t testing.TB, c *http.Client, url, what string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		resp, err := c.Get(url)
@@ -80,7 +80,7 @@ type webhook struct {
 
 // startWebhook runs the webhook in-process, as its command would, and
 // waits until it reports ready (caches synced).
-func startWebhook(t *testing.T, extra ...string) *webhook {
+func startWebhook(t testing.TB, extra ...string) *webhook {
 	t.Helper()
 	ca, err := testcert.NewCA()
 	if err != nil {
@@ -220,7 +220,7 @@ func poolChange(t *testing.T) string { return chartCondition(t, "pool-change") }
 // chartCondition is a match condition of the chart's webhooks as the
 // chart renders it: the chart's tests check that charts/testdata/<name>.cel
 // holds exactly its render.
-func chartCondition(t *testing.T, name string) string {
+func chartCondition(t testing.TB, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "charts", "testdata", name+".cel"))
 	if err != nil {
