@@ -298,6 +298,14 @@ func (v *Validator) judgeAllocation(ctx context.Context, req *admissionv1.Admiss
 				fmt.Sprintf("a tenant's claim is reserved for pods of its namespace only, not for %s.%s %s", c.Resource, c.APIGroup, c.Name)})
 		}
 	}
+	// What the claim asks for is judged again against the policy as it is
+	// now: a claim of a namespace the tenant label does not route to the
+	// claims webhook, or made before the policy narrowed, is held to it
+	// when it is handed a device.
+	for _, vi := range claimSpecViolations(&claim.Spec, &id.Policy.Spec, id.Policy.Name, "spec") {
+		vi.rule = RuleAllocation
+		vs = append(vs, vi)
+	}
 	configs := devices.AllocationConfigs(a)
 	for i := range a.Devices.Results {
 		vs = append(vs, v.judgeDevice(ctx, req.Namespace, claim, id, configs, i)...)

@@ -1050,3 +1050,18 @@ func TestClaimsEndpointRequests(t *testing.T) {
 		})
 	}
 }
+
+// G-DEVICE-CLAIMS a claim the claims webhook never saw (its namespace
+// lacks the tenant label) or made before the policy narrowed is held to
+// the policy when it is allocated.
+func TestAllocationJudgesTheClaimSpec(t *testing.T) {
+	c, d := draWorld()
+	v := claimsValidator(t, c, d)
+	claim := allocatedClaim(tenantNS, allocResult(poolNode, draDev))
+	claim.Spec = claimSpec([]resourcev1.DeviceRequest{exact("gpu.amd.com")})
+	resp := post(t, v.ClaimsHandler(), claimRequest(t, "resourceclaims", "status", admissionv1.Update, tenantNS, claim, newClaim(tenantNS, claim.Spec)))
+	wantCodes(t, resp, guard.ReasonDeviceClassNotAllowed)
+	if f := causeFields(resp); len(f) == 0 || f[0] != "spec.devices.requests[0].exactly.deviceClassName" {
+		t.Errorf("fields %v", f)
+	}
+}
