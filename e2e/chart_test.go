@@ -193,13 +193,25 @@ func TestChartLifecycle(t *testing.T) {
 		Assess("helm test: passes while the webhook, the scheduler and the evaluator answer, fails while the webhook is down", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			helmTest(ctx, t, l.Cluster, true)
-			kubectl := filepath.Join(suite.BinDir, "kubectl")
-			runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "-n", lab.PlatformNamespace, "scale", "deployment/xila-guard-webhook", "--replicas=0")
-			runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "-n", lab.PlatformNamespace, "wait", "--for=delete", "pod",
-				"-l", "app.kubernetes.io/name=xila-guard-webhook", "--timeout=2m")
+			// The webhook's replica count is the release's: scaled to zero
+			// for the failing run, and restored.
+			restore, err := l.WebhookDown(ctx, l.AdmissionProbe)
+			defer func() {
+				if restore == nil {
+					return
+				}
+				if err := restore(ctx); err != nil {
+					t.Error(err)
+				}
+			}()
+			if err != nil {
+				t.Fatal(err)
+			}
 			helmTest(ctx, t, l.Cluster, false)
-			runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "-n", lab.PlatformNamespace, "scale", "deployment/xila-guard-webhook", "--replicas=2")
-			runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "-n", lab.PlatformNamespace, "rollout", "status", "deployment/xila-guard-webhook", "--timeout=2m")
+			if err := restore(ctx); err != nil {
+				t.Fatal(err)
+			}
+			restore = nil
 			helmTest(ctx, t, l.Cluster, true)
 			return ctx
 		}).
