@@ -49,6 +49,14 @@ const (
 	// device on a node of a tenant's pool. (A tenant's claim on another
 	// tenant's pool node gets the evaluator's TENANT_MISMATCH.)
 	ReasonDeviceInForeignPool Reason = "DEVICE_IN_FOREIGN_POOL"
+	// ReasonDeviceNotOnNode: a pod is bound to a node other than the one
+	// a device of its claims is on: the kubelet there would prepare a
+	// device of the same name that was never judged.
+	ReasonDeviceNotOnNode Reason = "DEVICE_NOT_ON_NODE"
+	// ReasonDeviceEnforcementOff: a tenant's pod uses ResourceClaims while
+	// the webhook runs without device enforcement, so nothing would judge
+	// the devices they hand out.
+	ReasonDeviceEnforcementOff Reason = "DEVICE_ENFORCEMENT_OFF"
 	// ReasonDeviceConsumerNotAllowed: a tenant's allocated claim is
 	// reserved for something other than a pod of its namespace.
 	ReasonDeviceConsumerNotAllowed Reason = "DEVICE_CONSUMER_NOT_ALLOWED"
@@ -60,5 +68,5 @@ var DeviceReasons = []Reason{
 	ReasonDeviceCountExceeded, ReasonDeviceCapacityRequest, ReasonDeviceSharingForbidden,
 	ReasonDeviceConfigNotAllowed, ReasonDeviceUnknown, ReasonDeviceEvidenceMissing,
 	ReasonDeviceEvidenceMismatch, ReasonDeviceHeldByOtherTenant,
-	ReasonDeviceInForeignPool, ReasonDeviceConsumerNotAllowed,
+	ReasonDeviceInForeignPool, ReasonDeviceNotOnNode, ReasonDeviceEnforcementOff, ReasonDeviceConsumerNotAllowed,
 }

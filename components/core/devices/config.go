@@ -2,11 +2,13 @@ package devices
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	resourcev1 "k8s.io/api/resource/v1"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
@@ -137,15 +139,30 @@ func configSharing(o *resourcev1.OpaqueDeviceConfiguration, kinds map[string]boo
 		}
 		raw = b
 	}
+	// Field names are matched exactly and a field given twice is refused,
+	// as the drivers' own strict decoders do: a configuration read one way
+	// here and another by the driver is no configuration.
 	var cfg gpuConfig
-	if err := json.Unmarshal(raw, &cfg); err != nil {
+	strict, err := sigsjson.UnmarshalStrict(raw, &cfg, sigsjson.DisallowDuplicateFields)
+	if err != nil {
 		return "", fmt.Errorf("%s configuration is not an object with apiVersion and kind: %w", o.Driver, err)
+	}
+	if len(strict) > 0 {
+		return "", fmt.Errorf("%s configuration: %w", o.Driver, errors.Join(strict...))
 	}
 	shares, known := kinds[cfg.Kind]
 	if !known {
 		return "", fmt.Errorf("%s configuration of kind %q, which is not read", o.Driver, cfg.Kind)
 	}
-	if !shares || cfg.Sharing == nil {
+	if !shares {
+		return "", nil
+	}
+	if cfg.Sharing == nil {
+		// The example driver time-slices a GPU its configuration does not
+		// say how to share.
+		if o.Driver == ExampleDriver {
+			return v1alpha1.SharingTimeSlicing, nil
+		}
 		return "", nil
 	}
 	m, ok := strategies[cfg.Sharing.Strategy]

@@ -441,3 +441,22 @@ func TestAllocationConfigs(t *testing.T) {
 		t.Errorf("AllocationConfigs(empty) = %#v, want an empty, non-nil slice", got)
 	}
 }
+
+func TestSharingReadsAsTheDriversDo(t *testing.T) {
+	cfg := func(driver, params string) []Config {
+		return []Config{{Opaque: &resourcev1.OpaqueDeviceConfiguration{Driver: driver, Parameters: runtime.RawExtension{Raw: []byte(params)}}}}
+	}
+	// A field given twice is refused: which one wins differs between
+	// decoders.
+	if _, _, err := Sharing(cfg(NVIDIADriver, `{"kind":"GpuConfig","sharing":{"strategy":"MPS"},"sharing":null}`), "gpu"); err == nil {
+		t.Error("a configuration with sharing twice was read")
+	}
+	// Names are matched exactly: SHARING is not sharing.
+	if m, _, err := Sharing(cfg(NVIDIADriver, `{"kind":"GpuConfig","sharing":{"strategy":"MPS"},"SHARING":null}`), "gpu"); err != nil || m != v1alpha1.SharingMPS {
+		t.Errorf("got %q, %v; want MPS", m, err)
+	}
+	// The example driver time-slices a GPU whose configuration says nothing.
+	if m, _, err := Sharing(cfg(ExampleDriver, `{"apiVersion":"gpu.resource.example.com/v1alpha1","kind":"GpuConfig"}`), "gpu"); err != nil || m != v1alpha1.SharingTimeSlicing {
+		t.Errorf("example GpuConfig without sharing: got %q, %v; want TimeSlicing", m, err)
+	}
+}

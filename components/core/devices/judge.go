@@ -31,6 +31,11 @@ type Allocated struct {
 	Node *corev1.Node
 	// State is the node's evidence; nil when it has none.
 	State *v1alpha1.NodeSecurityStateSpec
+	// Consumers is how many consumers the claim is reserved for.
+	Consumers int
+	// Holders is how many other claims hold the device, of any tenant;
+	// zero when the caller does not know.
+	Holders int
 }
 
 // Finding is one reason a device may not be handed out.
@@ -82,9 +87,9 @@ func Judge(ev Evaluator, profile guard.Profile, poolLabel string, c Claim, a All
 	if effective == "" {
 		effective = dev.SharingMode
 	}
-	if dev.CCMode == v1alpha1.CCModeOn && Shared(effective, capacityShare) {
+	if dev.CCMode == v1alpha1.CCModeOn && (Shared(effective, capacityShare) || a.Consumers > 1 || a.Holders > 0) {
 		out = append(out, Finding{guard.ReasonDeviceSharingForbidden,
-			fmt.Sprintf("device %s runs in confidential-computing mode and is never shared", key)})
+			fmt.Sprintf("device %s runs in confidential-computing mode and is never shared: not by time-slicing or MPS, a share of capacity, another claim, or a second pod of its claim", key)})
 	}
 	res := ev.Evaluate(&wire.EvaluateRequest{
 		Profile: profile,
@@ -129,7 +134,19 @@ func ConfigFindings(pol *v1alpha1.PlacementPolicySpec, policyName string, config
 				fmt.Sprintf("the configuration of driver %s cannot be read, and policy %s does not list it in devices.opaqueConfigDrivers", d, policyName)})
 		}
 	}
-	if mode != "" && SharingForbidden(pol.GPUSharing, mode) {
+	// Every configuration that applies is judged on its own: which one a
+	// driver finally applies depends on the driver (the last that applies,
+	// one whose kind fits the device, ...), so none may share the device
+	// in a mode the policy forbids.
+	forbidden := map[v1alpha1.GPUSharingMode]bool{}
+	for _, c := range configs {
+		if m, _, _ := Sharing([]Config{c}, request); m != "" && SharingForbidden(pol.GPUSharing, m) && !forbidden[m] {
+			forbidden[m] = true
+			out = append(out, Finding{guard.ReasonDeviceSharingForbidden,
+				fmt.Sprintf("a configuration shares the device by %s, which policy %s forbids", m, policyName)})
+		}
+	}
+	if mode != "" && SharingForbidden(pol.GPUSharing, mode) && !forbidden[mode] {
 		out = append(out, Finding{guard.ReasonDeviceSharingForbidden,
 			fmt.Sprintf("the configuration shares the device by %s, which policy %s forbids", mode, policyName)})
 	}

@@ -179,7 +179,9 @@ func (t *Tainter) judge(ctx context.Context, node *corev1.Node, state *v1alpha1.
 // Rule is the DeviceTaintRule that takes one device of a node out of
 // service for a reason.
 func Rule(node string, key devices.Key, reason guard.Reason, effect resourcev1alpha3.DeviceTaintEffect) *resourcev1alpha3.DeviceTaintRule {
-	sum := sha256.Sum256([]byte(key.String()))
+	// The node is part of the name: another node's slice naming the same
+	// pool does not share, or block, this node's rule.
+	sum := sha256.Sum256([]byte(node + "\x00" + key.String()))
 	return &resourcev1alpha3.DeviceTaintRule{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   "xila-guard-" + hex.EncodeToString(sum[:10]),

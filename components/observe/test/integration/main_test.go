@@ -28,7 +28,7 @@ var (
 
 func TestMain(m *testing.M) {
 	// DeviceTaintRules for the device tainter: alpha in Kubernetes 1.35.
-	o := testenv.Options{FeatureGates: []string{"DRADeviceTaints"}, RuntimeConfig: []string{"resource.k8s.io/v1alpha3"}}
+	o := testenv.Options{FeatureGates: []string{"DRADeviceTaints", "DRADeviceTaintRules"}, RuntimeConfig: []string{"resource.k8s.io/v1alpha3"}}
 	testenv.MainWith(m, o, func(e *testenv.Env) error {
 		cfg, k8s, scheme, testEnv = e.Config, e.Client, e.Scheme, e.Environment
 		return nil

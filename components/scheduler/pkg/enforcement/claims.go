@@ -87,7 +87,7 @@ func (pl *Enforcement) judgeClaims(ctx context.Context, pod *corev1.Pod, node *c
 			}
 			fs := devices.Judge(ev, pl.settings.profile, pl.settings.poolLabel,
 				devices.Claim{Namespace: pod.Namespace, Name: name, Tenant: f.id.tenant, Policy: f.id.policy},
-				devices.Allocated{Result: r, Configs: configs, Device: d, Node: node, State: state})
+				devices.Allocated{Result: r, Configs: configs, Device: d, Node: node, State: state, Consumers: len(claim.Status.ReservedFor)})
 			if len(fs) > 0 {
 				rs := make([]guard.Reason, len(fs))
 				msgs := make([]string, len(fs))

@@ -226,7 +226,7 @@ func TestBindJudgesClaimedDevices(t *testing.T) {
 		pod:  []func(*corev1.Pod){namedClaim("gpu", "train-gpu")},
 		claims: []*resourcev1.ResourceClaim{draClaim("train-gpu", "a1", "gpu-0").
 			AllocationConfig(resourcev1.AllocationConfigSourceClaim, draDriver, draTimeSlicing).Obj()},
-		bind: want{never, "DEVICE_SHARING_FORBIDDEN: the configuration shares the device by TimeSlicing, which policy strict forbids"},
+		bind: want{never, "DEVICE_SHARING_FORBIDDEN: a configuration shares the device by TimeSlicing, which policy strict forbids"},
 	}, {
 		name:  "the allocation time-slices the device, which the policy allows: bound",
 		world: func(w *world) { w.policies[0].Spec.GPUSharing = nil },

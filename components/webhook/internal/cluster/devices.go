@@ -17,8 +17,9 @@ import (
 // Index names: ResourceSlices by their driver's pool, ResourceClaims by
 // the devices their allocation holds.
 const (
-	byPool   = "pool"
-	byDevice = "device"
+	byPool     = "pool"
+	byDevice   = "device"
+	byConsumer = "consumer"
 )
 
 // Devices reads ResourceSlices and allocated ResourceClaims from informer
@@ -43,7 +44,7 @@ func NewDevices(kube kubernetes.Interface) (*Devices, error) {
 	if err := claims.SetTransform(slimClaim); err != nil {
 		return nil, fmt.Errorf("slimming cached ResourceClaims: %w", err)
 	}
-	if err := claims.AddIndexers(cache.Indexers{byDevice: heldDevices}); err != nil {
+	if err := claims.AddIndexers(cache.Indexers{byDevice: heldDevices, byConsumer: consumerPods}); err != nil {
 		return nil, fmt.Errorf("indexing ResourceClaims by device: %w", err)
 	}
 	return &Devices{
@@ -105,6 +106,31 @@ func slicePool(obj any) ([]string, error) {
 	return []string{devices.PoolKey(s.Spec.Driver, s.Spec.Pool.Name)}, nil
 }
 
+// ReservedFor lists the allocated claims of a namespace reserved for the
+// named pod.
+func (d *Devices) ReservedFor(namespace, pod string) []*resourcev1.ResourceClaim {
+	objs, err := d.claims.ByIndex(byConsumer, namespace+"/"+pod)
+	if err != nil {
+		return nil
+	}
+	out := make([]*resourcev1.ResourceClaim, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*resourcev1.ResourceClaim))
+	}
+	return out
+}
+
+func consumerPods(obj any) ([]string, error) {
+	c := obj.(*resourcev1.ResourceClaim)
+	var out []string
+	for _, r := range c.Status.ReservedFor {
+		if r.APIGroup == "" && r.Resource == "pods" {
+			out = append(out, c.Namespace+"/"+r.Name)
+		}
+	}
+	return out, nil
+}
+
 func heldDevices(obj any) ([]string, error) {
 	c := obj.(*resourcev1.ResourceClaim)
 	a := c.Status.Allocation
@@ -122,8 +148,8 @@ func heldDevices(obj any) ([]string, error) {
 	return out, nil
 }
 
-// slimClaim keeps only what Holders reads: who the claim is and the
-// devices its allocation holds.
+// slimClaim keeps only what Holders and ReservedFor read: who the claim
+// is, the devices its allocation holds and its consumers.
 func slimClaim(obj any) (any, error) {
 	c, ok := obj.(*resourcev1.ResourceClaim)
 	if !ok {
@@ -139,5 +165,6 @@ func slimClaim(obj any) (any, error) {
 		}
 		out.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: results}}
 	}
+	out.Status.ReservedFor = c.Status.ReservedFor
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,6 +58,40 @@ type Devices interface {
 	// Holders lists the claims whose allocation holds the device, but
 	// for admin access, which holds nothing.
 	Holders(key devices.Key) []ClaimRef
+	// ReservedFor lists the allocated claims of a namespace reserved for
+	// the named pod.
+	ReservedFor(namespace, pod string) []*resourcev1.ResourceClaim
+}
+
+// claimsOnOtherNodes refuses a binding of a pod to a node other than the
+// one a device of its claims is on: the kubelet there would prepare a
+// device of the same name, which nothing judged. The claims are those the
+// webhook's cache shows reserved for the pod (kube-scheduler reserves them
+// at PreBind, before it binds).
+func (v *Validator) claimsOnOtherNodes(ns, pod string, node *corev1.Node) []violation {
+	if v.cfg.Devices == nil {
+		return nil
+	}
+	var vs []violation
+	for _, c := range v.cfg.Devices.ReservedFor(ns, pod) {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			key := devices.KeyOf(&r)
+			slice, d, ok := v.cfg.Devices.Device(key)
+			if !ok {
+				vs = append(vs, violation{RuleBinding, guard.ReasonDeviceUnknown, "target.name",
+					fmt.Sprintf("no ResourceSlice the webhook knows publishes device %s of claim %s", key, c.Name)})
+				continue
+			}
+			if on := devices.NodeOf(slice, d); on != "" && on != node.Name {
+				vs = append(vs, violation{RuleBinding, guard.ReasonDeviceNotOnNode, "target.name",
+					fmt.Sprintf("device %s of claim %s is on node %s, not %s", key, c.Name, on, node.Name)})
+			}
+		}
+	}
+	return vs
 }
 
 // ClaimsHandler serves ClaimsPath.
@@ -345,9 +380,16 @@ func (v *Validator) judgeDevice(ctx context.Context, ns string, claim *resourcev
 			fmt.Sprintf("device %s is on no node the webhook knows (%q)", key, name)}}
 	}
 	st, _ := v.cfg.Cluster.State(name)
+	holders := 0
+	for _, h := range v.cfg.Devices.Holders(key) {
+		if h.UID != claim.UID && (h.Namespace != ns || h.Name != claim.Name) {
+			holders++
+		}
+	}
 	fs := devices.Judge(v.cfg.Evaluator, v.cfg.Profile, v.cfg.PoolLabel,
 		devices.Claim{Namespace: ns, Name: claim.Name, Tenant: id.Tenant, Policy: id.Policy},
-		devices.Allocated{Result: r, Configs: configs, Device: d, Node: node, State: st})
+		devices.Allocated{Result: r, Configs: configs, Device: d, Node: node, State: st,
+			Consumers: len(claim.Status.ReservedFor), Holders: holders})
 	vs := findingViolations(RuleAllocation, path, fs)
 	for j := range vs {
 		// Point at the field of the result that says it, where one does.
@@ -413,9 +455,11 @@ func (v *Validator) foreignAllocation(ctx context.Context, ns string, claim *res
 		path := fmt.Sprintf("status.allocation.devices.results[%d]", i)
 		slice, d, ok := v.cfg.Devices.Device(key)
 		if !ok {
-			// A device of a driver whose slices the webhook does not see
-			// cannot be a guarded GPU's: the evidence of a guarded node
-			// names its devices.
+			// The webhook sees every slice: a device it does not know is
+			// one its cache has not seen yet, or none at all. The
+			// allocator tries again.
+			vs = append(vs, violation{RuleAllocation, guard.ReasonDeviceUnknown, path,
+				fmt.Sprintf("no ResourceSlice the webhook knows publishes device %s", key)})
 			continue
 		}
 		name := devices.NodeOf(slice, d)
@@ -430,9 +474,8 @@ func (v *Validator) foreignAllocation(ctx context.Context, ns string, claim *res
 				fmt.Sprintf("device %s is on node %s of pool %s, and namespace %s belongs to no tenant", key, node.Name, node.Labels[v.cfg.PoolLabel], ns)})
 			continue
 		}
-		if r.AdminAccess != nil && *r.AdminAccess {
-			continue
-		}
+		// Admin access too: any namespace creator can label a namespace
+		// for admin access, and a tenant's device is not theirs to reach.
 		for _, h := range v.cfg.Devices.Holders(key) {
 			if h.Namespace == ns && h.Name == claim.Name {
 				continue

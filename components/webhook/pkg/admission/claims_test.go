@@ -8,6 +8,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,6 +58,7 @@ type fakeDevices struct {
 	unsynced bool
 	slices   []*resourcev1.ResourceSlice
 	holders  map[devices.Key][]ClaimRef
+	reserved []*resourcev1.ResourceClaim
 }
 
 func (f *fakeDevices) Synced() bool { return !f.unsynced }
@@ -76,6 +78,21 @@ func (f *fakeDevices) Device(key devices.Key) (*resourcev1.ResourceSlice, *resou
 }
 
 func (f *fakeDevices) Holders(key devices.Key) []ClaimRef { return f.holders[key] }
+
+func (f *fakeDevices) ReservedFor(ns, pod string) []*resourcev1.ResourceClaim {
+	var out []*resourcev1.ResourceClaim
+	for _, c := range f.reserved {
+		if c.Namespace != ns {
+			continue
+		}
+		for _, r := range c.Status.ReservedFor {
+			if r.Resource == "pods" && r.Name == pod {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
 
 // hold records a claim as holding a device of a pool.
 func (f *fakeDevices) hold(poolName, device, ns, name string, uid types.UID) {
@@ -807,7 +824,8 @@ func TestAllocationRules(t *testing.T) {
 			now:  allocatedClaim(plainNS, allocResult(poolNode, draDev, func(r *resourcev1.DeviceRequestAllocationResult) { r.AdminAccess = &yes })),
 			want: []guard.Reason{guard.ReasonDeviceInForeignPool}, field: "status.allocation.devices.results[0]"},
 		{name: "claim of no tenant allocated a device on a plain node", ns: plainNS, now: allocatedClaim(plainNS, allocResult(plainNode, draDev))},
-		{name: "claim of no tenant allocated a device in no slice", ns: plainNS, now: allocatedClaim(plainNS, allocResult(poolNode, "gpu-nowhere"))},
+		{name: "claim of no tenant allocated a device in no slice", ns: plainNS, now: allocatedClaim(plainNS, allocResult(poolNode, "gpu-nowhere")),
+			want: []guard.Reason{guard.ReasonDeviceUnknown}, field: "status.allocation.devices.results[0]"},
 		{name: "claim of no tenant allocated a device a tenant holds", ns: plainNS, now: allocatedClaim(plainNS, allocResult(plainNode, draDev)),
 			setup: func(_ *fakeCluster, d *fakeDevices) { d.hold(plainNode, draDev, tenantNS, "t", "t-uid") },
 			want:  []guard.Reason{guard.ReasonDeviceHeldByOtherTenant}, field: "status.allocation.devices.results[0]"},
@@ -822,7 +840,8 @@ func TestAllocationRules(t *testing.T) {
 			}},
 		{name: "claim of no tenant allocated with admin access a device a tenant holds", ns: plainNS,
 			now:   allocatedClaim(plainNS, allocResult(plainNode, draDev, func(r *resourcev1.DeviceRequestAllocationResult) { r.AdminAccess = &yes })),
-			setup: func(_ *fakeCluster, d *fakeDevices) { d.hold(plainNode, draDev, tenantNS, "t", "t-uid") }},
+			setup: func(_ *fakeCluster, d *fakeDevices) { d.hold(plainNode, draDev, tenantNS, "t", "t-uid") },
+			want:  []guard.Reason{guard.ReasonDeviceHeldByOtherTenant}, field: "status.allocation.devices.results[0]"},
 		{name: "claim of no tenant allocated a device on a node the webhook does not know", ns: plainNS,
 			now:  allocatedClaim(plainNS, allocResult("ghost", draDevGhost)),
 			want: []guard.Reason{guard.ReasonDeviceUnknown}, field: "status.allocation.devices.results[0]"},
@@ -1064,4 +1083,100 @@ func TestAllocationJudgesTheClaimSpec(t *testing.T) {
 	if f := causeFields(resp); len(f) == 0 || f[0] != "spec.devices.requests[0].exactly.deviceClassName" {
 		t.Errorf("fields %v", f)
 	}
+}
+
+// A CC-mode device is never shared: not with a second pod of its claim,
+// nor with another claim of the same tenant. And every configuration that
+// applies is judged: a driver may apply another than the last.
+func TestAllocationSharingHoles(t *testing.T) {
+	c, d := draWorld()
+	v := claimsValidator(t, c, d)
+	post1 := func(claim *resourcev1.ResourceClaim) *admissionv1.AdmissionResponse {
+		return post(t, v.ClaimsHandler(), claimRequest(t, "resourceclaims", "status", admissionv1.Update, tenantNS, claim, newClaim(tenantNS, claim.Spec)))
+	}
+	two := reserved(allocatedClaim(tenantNS, allocResult(poolNode, draDevCC)), podConsumer("a"), podConsumer("b"))
+	wantCodes(t, post1(two), guard.ReasonDeviceSharingForbidden)
+	one := reserved(allocatedClaim(tenantNS, allocResult(poolNode, draDevCC)), podConsumer("a"))
+	wantCodes(t, post1(one))
+	d.hold(poolNode, draDevCC, draSameNS, "same-tenant", "s-uid")
+	wantCodes(t, post1(one), guard.ReasonDeviceSharingForbidden)
+
+	// The class shares by MPS, which the policy forbids; the claim's own
+	// configuration, later, says TimeSlicing for every request.
+	c2, d2 := draWorld()
+	c2.identities[tenantNS] = acmeIdentity(func() v1alpha1.PlacementPolicySpec {
+		p := draPolicy()
+		p.GPUSharing = &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingMPS}}
+		return p
+	}())
+	v2 := claimsValidator(t, c2, d2)
+	claim := allocatedClaim(tenantNS, allocResult(poolNode, draDev))
+	a := claim.Status.Allocation
+	for _, cfg := range []struct {
+		source resourcev1.AllocationConfigSource
+		params string
+	}{
+		{resourcev1.AllocationConfigSourceClass, `{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"MPS"}}`},
+		{resourcev1.AllocationConfigSourceClaim, `{"apiVersion":"resource.nvidia.com/v1beta1","kind":"MigDeviceConfig","sharing":{"strategy":"TimeSlicing"}}`},
+	} {
+		a.Devices.Config = append(a.Devices.Config, resourcev1.DeviceAllocationConfiguration{Source: cfg.source,
+			DeviceConfiguration: resourcev1.DeviceConfiguration{Opaque: &resourcev1.OpaqueDeviceConfiguration{
+				Driver: "gpu.nvidia.com", Parameters: runtime.RawExtension{Raw: []byte(cfg.params)}}}})
+	}
+	resp := post(t, v2.ClaimsHandler(), claimRequest(t, "resourceclaims", "status", admissionv1.Update, tenantNS, claim, newClaim(tenantNS, claim.Spec)))
+	if !slices.Contains(codes(resp), string(guard.ReasonDeviceSharingForbidden)) {
+		t.Errorf("a class configuration sharing by MPS under a policy forbidding it: %v, want DEVICE_SHARING_FORBIDDEN", codes(resp))
+	}
+}
+
+// G-DEVICE-ALLOCATION a binder may not bind a pod to a node other than the
+// one the devices of its claims are on: the kubelet there would prepare a
+// device of the same name that nothing judged.
+func TestBindingKeepsClaimsOnTheirNode(t *testing.T) {
+	c, d := draWorld()
+	v, err := New(Config{PoolLabel: pool, Cluster: c, Devices: d, Evaluator: localEvaluator(t), Profile: guard.ProfileProduction, Binders: []string{volcano}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind := func(node string) *admissionv1.AdmissionResponse {
+		return post(t, v.BindingsHandler(), request(t, "pods", "binding", admissionv1.Create, tenantNS, volcano, binding(tenantNS, node), nil))
+	}
+	// One device in the evidence, so that the node is not MIXED_POOL.
+	c.states[poolNode].Devices = c.states[poolNode].Devices[:1]
+	// The pod p's claim holds a device of poolNode.
+	claim := reserved(allocatedClaim(tenantNS, allocResult(poolNode, draDev)), podConsumer("p"))
+	d.reserved = append(d.reserved, claim)
+	wantCodes(t, bind(poolNode))
+	wantCodes(t, bind(sharedGPU), guard.ReasonDeviceNotOnNode)
+	// A device no slice publishes any more refuses the binding too.
+	d.reserved[0] = reserved(allocatedClaim(tenantNS, allocResult(poolNode, "gpu-nowhere")), podConsumer("p"))
+	wantCodes(t, bind(poolNode), guard.ReasonDeviceUnknown)
+	// Another pod's claim does not matter.
+	d.reserved[0] = reserved(allocatedClaim(tenantNS, allocResult(sharedGPU, draDev)), podConsumer("other"))
+	wantCodes(t, bind(poolNode))
+}
+
+// G-DEVICE-CLAIMS without device enforcement a tenant's pod may not use
+// claims: nothing would judge the devices they hand out.
+func TestPodClaimsNeedDeviceEnforcement(t *testing.T) {
+	name := "gpu"
+	p := makePod(tenantNS).mod(func(s *corev1.PodSpec) {
+		s.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
+	}).obj()
+	off := newValidator(t, newFakeCluster(), &fakeEvaluator{verdict: allowVerdict()})
+	resp := post(t, off.PodsHandler(), request(t, "pods", "", admissionv1.Create, tenantNS, "alice", p, nil))
+	if !slices.Contains(codes(resp), string(guard.ReasonDeviceEnforcementOff)) {
+		t.Errorf("a tenant pod with claims, devices off: %v, want DEVICE_ENFORCEMENT_OFF", codes(resp))
+	}
+	c, d := draWorld()
+	on := claimsValidator(t, c, d)
+	resp = post(t, on.PodsHandler(), request(t, "pods", "", admissionv1.Create, tenantNS, "alice", p, nil))
+	if slices.Contains(codes(resp), string(guard.ReasonDeviceEnforcementOff)) {
+		t.Errorf("a tenant pod with claims, devices on: %v", codes(resp))
+	}
+	// A pod of no tenant is not concerned.
+	plain := makePod(plainNS).mod(func(s *corev1.PodSpec) {
+		s.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
+	}).obj()
+	wantCodes(t, post(t, off.PodsHandler(), request(t, "pods", "", admissionv1.Create, plainNS, "alice", plain, nil)))
 }

@@ -48,6 +48,14 @@ func (v *Validator) protectedViolations(pod *corev1.Pod, id Identity, create, ow
 				fmt.Sprintf("container %q (%s) is privileged", c.name, c.path)})
 		}
 	}
+	if v.cfg.Devices == nil {
+		// Without device enforcement nothing judges the devices a claim
+		// hands out: a tenant's pod may not use claims.
+		for i, rc := range pod.Spec.ResourceClaims {
+			out = append(out, violation{RuleClaim, guard.ReasonDeviceEnforcementOff, fmt.Sprintf("spec.resourceClaims[%d]", i),
+				fmt.Sprintf("claim %q: the webhook runs without device enforcement (webhook.devices), so no device a claim hands out would be judged", rc.Name)})
+		}
+	}
 	if pod.Spec.HostNetwork {
 		out = append(out, violation{RuleHostNamespaces, guard.ReasonHostNetwork, "spec.hostNetwork", "hostNetwork shares the node's network namespace"})
 	}

@@ -316,6 +316,9 @@ func (v *Validator) judgeBinding(ctx context.Context, subject, ns, name string, 
 			return deny(subject, vs...)
 		}
 	}
+	if vs := v.claimsOnOtherNodes(ns, name, node); len(vs) > 0 {
+		return deny(subject, vs...)
+	}
 	return v.judgeOnNode(subject, ns, name, node, id, RuleBinding)
 }
 

@@ -123,7 +123,7 @@ func registerDevices(t *testing.T, w *webhook) {
 			NamespaceSelector: sel,
 		}
 	}
-	claims := hook("claims", []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+	claims := hook("claims", []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 		[]string{"resourceclaims", "resourceclaimtemplates"},
 		&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: guard.LabelTenant, Operator: metav1.LabelSelectorOpExists}}})
 	allocations := hook("allocations", []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, []string{"resourceclaims/status"}, nil)

@@ -87,7 +87,7 @@ func (s Spec) KindConfig() *v1alpha4.Cluster {
 		KubeadmConfigPatches: []string{cgroupV1Patch},
 		// DeviceTaintRules, alpha in Kubernetes 1.35, which the observe
 		// controller writes for DRA devices whose evidence fails.
-		FeatureGates:  map[string]bool{"DRADeviceTaints": true},
+		FeatureGates:  map[string]bool{"DRADeviceTaints": true, "DRADeviceTaintRules": true},
 		RuntimeConfig: map[string]string{"resource.k8s.io/v1alpha3": "true"},
 	}
 	for range s.Workers {
