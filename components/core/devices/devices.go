@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
@@ -192,6 +193,32 @@ func PodClaims(pod *corev1.Pod) ([]string, error) {
 // PoolKey names a driver's pool: the index under which callers keep the
 // slices Find is given.
 func PoolKey(driver, pool string) string { return driver + "/" + pool }
+
+// SlicePool is an index function of ResourceSlices by their pool
+// (PoolKey), for FindIndexed.
+func SlicePool(obj any) ([]string, error) {
+	s, ok := obj.(*resourcev1.ResourceSlice)
+	if !ok {
+		return nil, nil
+	}
+	return []string{PoolKey(s.Spec.Driver, s.Spec.Pool.Name)}, nil
+}
+
+// FindIndexed is Find among the slices an indexer holds under index, a
+// SlicePool index.
+func FindIndexed(idx cache.Indexer, index string, key Key) (*resourcev1.ResourceSlice, *resourcev1.Device) {
+	objs, err := idx.ByIndex(index, PoolKey(key.Driver, key.Pool))
+	if err != nil {
+		return nil, nil
+	}
+	pool := make([]*resourcev1.ResourceSlice, 0, len(objs))
+	for _, o := range objs {
+		if s, ok := o.(*resourcev1.ResourceSlice); ok {
+			pool = append(pool, s)
+		}
+	}
+	return Find(pool, key)
+}
 
 // Find returns the device published under key, with its slice, among the
 // slices of its pool (PoolKey). A pool being rewritten has slices of two

@@ -20,26 +20,13 @@ import (
 // slicePoolIndex indexes ResourceSlices by their driver's pool.
 const slicePoolIndex = "xila-guard.pool"
 
-func slicePoolKeys(obj any) ([]string, error) {
-	s, ok := obj.(*resourcev1.ResourceSlice)
-	if !ok {
-		return nil, nil
-	}
-	return []string{devices.PoolKey(s.Spec.Driver, s.Spec.Pool.Name)}, nil
-}
+// slicePoolKeys is the index function of slicePoolIndex.
+var slicePoolKeys = devices.SlicePool
 
 // sliceDevice finds the device published under key, in the newest
 // generation of its pool.
 func (c *caches) sliceDevice(key devices.Key) (*resourcev1.ResourceSlice, *resourcev1.Device) {
-	objs, err := c.slices.ByIndex(slicePoolIndex, devices.PoolKey(key.Driver, key.Pool))
-	if err != nil {
-		return nil, nil
-	}
-	slices := make([]*resourcev1.ResourceSlice, 0, len(objs))
-	for _, o := range objs {
-		slices = append(slices, o.(*resourcev1.ResourceSlice))
-	}
-	return devices.Find(slices, key)
+	return devices.FindIndexed(c.slices, slicePoolIndex, key)
 }
 
 // claimsOf names the ResourceClaims a pod uses.

@@ -38,7 +38,7 @@ func NewDevices(kube kubernetes.Interface) (*Devices, error) {
 	f := informers.NewSharedInformerFactory(kube, 0)
 	slices := f.Resource().V1().ResourceSlices().Informer()
 	claims := f.Resource().V1().ResourceClaims().Informer()
-	if err := slices.AddIndexers(cache.Indexers{byPool: slicePool}); err != nil {
+	if err := slices.AddIndexers(cache.Indexers{byPool: devices.SlicePool}); err != nil {
 		return nil, fmt.Errorf("indexing ResourceSlices by pool: %w", err)
 	}
 	if err := claims.SetTransform(slimClaim); err != nil {
@@ -73,17 +73,10 @@ func (d *Devices) Synced() bool {
 	return true
 }
 
-// Device returns the device published under key.
+// Device returns the device published under key, in the newest
+// generation of its pool.
 func (d *Devices) Device(key devices.Key) (*resourcev1.ResourceSlice, *resourcev1.Device, bool) {
-	objs, err := d.slices.ByIndex(byPool, devices.PoolKey(key.Driver, key.Pool))
-	if err != nil {
-		return nil, nil, false
-	}
-	slices := make([]*resourcev1.ResourceSlice, 0, len(objs))
-	for _, o := range objs {
-		slices = append(slices, o.(*resourcev1.ResourceSlice))
-	}
-	slice, dev := devices.Find(slices, key)
+	slice, dev := devices.FindIndexed(d.slices, byPool, key)
 	return slice, dev, dev != nil
 }
 
@@ -101,10 +94,6 @@ func (d *Devices) Holders(key devices.Key) []admission.ClaimRef {
 	return out
 }
 
-func slicePool(obj any) ([]string, error) {
-	s := obj.(*resourcev1.ResourceSlice)
-	return []string{devices.PoolKey(s.Spec.Driver, s.Spec.Pool.Name)}, nil
-}
 
 // ReservedFor lists the allocated claims of a namespace reserved for the
 // named pod.
