@@ -94,7 +94,6 @@ func (d *Devices) Holders(key devices.Key) []admission.ClaimRef {
 	return out
 }
 
-
 // ReservedFor lists the allocated claims of a namespace reserved for the
 // named pod.
 func (d *Devices) ReservedFor(namespace, pod string) []*resourcev1.ResourceClaim {
