@@ -105,6 +105,26 @@ var strategies = map[string]v1alpha1.GPUSharingMode{
 	"SpacePartitioning": v1alpha1.SharingMPS,
 }
 
+// defaultSharing is how a driver sets up a device that no configuration
+// of it applies to: the example driver time-slices it (its
+// DefaultGpuConfig, which it puts before the allocation's configurations);
+// the NVIDIA driver's defaults share nothing.
+var defaultSharing = map[string]v1alpha1.GPUSharingMode{
+	ExampleDriver: v1alpha1.SharingTimeSlicing,
+}
+
+// DriverSharing is how a driver sets up its device for a request: as its
+// own configurations that apply say (Sharing), or, when none applies, as
+// it does by default.
+func DriverSharing(configs []Config, driver, request string) (v1alpha1.GPUSharingMode, error) {
+	own := ForDriver(configs, driver)
+	if !slices.ContainsFunc(own, func(c Config) bool { return c.Applies(request) }) {
+		return defaultSharing[driver], nil
+	}
+	mode, _, err := Sharing(own, request)
+	return mode, err
+}
+
 // Sharing reads how the configurations that apply to a request share its
 // devices: TimeSlicing, MPS, or empty when none shares them. Configurations
 // of drivers it does not read are returned in unread, for the policy to

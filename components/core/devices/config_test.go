@@ -460,3 +460,38 @@ func TestSharingReadsAsTheDriversDo(t *testing.T) {
 		t.Errorf("example GpuConfig without sharing: got %q, %v; want TimeSlicing", m, err)
 	}
 }
+
+func TestDriverSharing(t *testing.T) {
+	cases := []struct {
+		name    string
+		configs []Config
+		driver  string
+		request string
+		want    v1alpha1.GPUSharingMode
+	}{
+		{name: "example driver, no configuration: its default time-slices", driver: ExampleDriver, request: "gpu",
+			want: v1alpha1.SharingTimeSlicing},
+		{name: "example driver, a configuration of another request only: its default", driver: ExampleDriver, request: "gpu",
+			configs: []Config{cfg(ExampleDriver, exSpacePart, "other")}, want: v1alpha1.SharingTimeSlicing},
+		{name: "example driver, another driver's configuration only: its default", driver: ExampleDriver, request: "gpu",
+			configs: []Config{cfg(NVIDIADriver, nvGpuMPS)}, want: v1alpha1.SharingTimeSlicing},
+		{name: "example driver, its configuration applies", driver: ExampleDriver, request: "gpu",
+			configs: []Config{cfg(ExampleDriver, exSpacePart, "gpu")}, want: v1alpha1.SharingMPS},
+		{name: "example driver, its configuration of the parent request applies", driver: ExampleDriver, request: "gpu/first",
+			configs: []Config{cfg(ExampleDriver, exSpacePart, "gpu")}, want: v1alpha1.SharingMPS},
+		{name: "NVIDIA driver, no configuration: exclusive", driver: NVIDIADriver, request: "gpu"},
+		{name: "NVIDIA driver, the example driver's configuration is not its own", driver: NVIDIADriver, request: "gpu",
+			configs: []Config{cfg(ExampleDriver, exTimeSlicing)}},
+		{name: "NVIDIA driver, its configuration applies", driver: NVIDIADriver, request: "gpu",
+			configs: []Config{cfg(NVIDIADriver, nvGpuTimeSlicing)}, want: v1alpha1.SharingTimeSlicing},
+		{name: "a driver that is not read: nothing known to share", driver: "tpu.example.org", request: "gpu"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DriverSharing(tc.configs, tc.driver, tc.request)
+			if err != nil || got != tc.want {
+				t.Errorf("DriverSharing = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}

@@ -54,7 +54,8 @@ type Claim struct {
 // Judge decides whether a tenant's claim may be given one device: the
 // evidence device that names it must agree with what its slice states,
 // and the evaluator, given the node's evidence narrowed to that device in
-// the mode the allocation's configurations of its driver set, must allow
+// the mode the allocation's configurations of its driver set (or, when
+// none applies, the driver's default mode), must allow
 // it under the tenant's policy. A device in confidential-computing mode is
 // never shared, a share of capacity needs the policy's leave, and admin
 // access is never a tenant's. Under confinement Any a device of a node in
@@ -77,7 +78,8 @@ func Judge(ev Evaluator, profile guard.Profile, poolLabel string, c Claim, a All
 	}
 	configs := ForDriver(a.Configs, key.Driver)
 	out := ConfigFindings(pol, c.Policy.Name, configs, r.Request)
-	mode, _, _ := Sharing(configs, r.Request)
+	// A configuration that cannot be read is ConfigFindings' finding.
+	mode, _ := DriverSharing(configs, key.Driver, r.Request)
 	capacityShare := r.ShareID != nil || len(r.ConsumedCapacity) > 0
 	if capacityShare && (pol.Devices == nil || !pol.Devices.AllowCapacityRequests) {
 		out = append(out, Finding{guard.ReasonDeviceCapacityRequest,
@@ -91,6 +93,29 @@ func Judge(ev Evaluator, profile guard.Profile, poolLabel string, c Claim, a All
 		out = append(out, Finding{guard.ReasonDeviceSharingForbidden,
 			fmt.Sprintf("device %s runs in confidential-computing mode and is never shared: not by time-slicing or MPS, a share of capacity, another claim, or a second pod of its claim", key)})
 	}
+	// The device is judged in the mode the driver sets it up in; a
+	// configuration adds sharing to a device, it never takes away the
+	// sharing its evidence reports, so a device whose evidence says it is
+	// shared in another mode is judged in that mode too.
+	modes := []v1alpha1.GPUSharingMode{mode}
+	if mode != "" && dev.SharingMode != mode && Shared(dev.SharingMode, false) {
+		modes = append(modes, "")
+	}
+	seen := map[guard.Reason]bool{}
+	for _, m := range modes {
+		for _, f := range judgeNarrowed(ev, profile, c, a, pool, dev, key, m) {
+			if !seen[f.Reason] {
+				seen[f.Reason] = true
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// judgeNarrowed has the evaluator judge the node's evidence narrowed to dev,
+// shared in mode.
+func judgeNarrowed(ev Evaluator, profile guard.Profile, c Claim, a Allocated, pool string, dev *v1alpha1.GPUDevice, key Key, mode v1alpha1.GPUSharingMode) []Finding {
 	res := ev.Evaluate(&wire.EvaluateRequest{
 		Profile: profile,
 		Pod:     wire.Pod{Namespace: c.Namespace, Name: c.Name},
@@ -98,6 +123,7 @@ func Judge(ev Evaluator, profile guard.Profile, poolLabel string, c Claim, a All
 		Policy:  c.Policy,
 		Nodes:   []wire.Node{{Name: a.Node.Name, UID: a.Node.UID, Pool: pool, State: Narrow(a.State, dev, mode)}},
 	})
+	var out []Finding
 	switch {
 	case len(res.Results) != 1:
 		out = append(out, Finding{guard.ReasonEvaluatorError, fmt.Sprintf("the evaluator gave %d results for one device (fail closed)", len(res.Results))})

@@ -62,7 +62,8 @@ func draSlice(node string) *resourcev1.ResourceSlice {
 // device of a node's pool, and reserved for the pod train.
 func draClaim(name, pool, device string) *fixture.ResourceClaimWrapper {
 	return fixture.MakeResourceClaim(name, acmeNS).Request(draRequest, draClass, 1).
-		Allocate(draRequest, draDriver, pool, device).ReservedFor("train", acmeNS+"-train")
+		Allocate(draRequest, draDriver, pool, device).ReservedFor("train", acmeNS+"-train").
+		AllocationConfig(resourcev1.AllocationConfigSourceClass, draDriver, fixture.ExampleSpacePartitioning)
 }
 
 // unallocated is a claim of acme's namespace for one GPU, not allocated.

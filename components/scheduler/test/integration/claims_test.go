@@ -127,7 +127,8 @@ func allocatedClaim(t *testing.T, namespace, class string, n *corev1.Node, devic
 		_ = kube.ResourceV1().ResourceClaims(namespace).Delete(context.Background(), c.Name, metav1.DeleteOptions{})
 	})
 	w := &fixture.ResourceClaimWrapper{ResourceClaim: *created}
-	w.Allocate("gpu", claimDriver, n.Name, device)
+	w.Allocate("gpu", claimDriver, n.Name, device).
+		AllocationConfig(resourcev1.AllocationConfigSourceClass, claimDriver, fixture.ExampleSpacePartitioning)
 	w.Status.Allocation.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 		MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n.Name}}},
 	}}}

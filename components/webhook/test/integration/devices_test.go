@@ -158,7 +158,10 @@ func allocateAs(t *testing.T, k kubernetes.Interface, c *resourcev1.ResourceClai
 	t.Helper()
 	w := &fixture.ResourceClaimWrapper{ResourceClaim: *c.DeepCopy()}
 	w.Status.Allocation = nil
-	w.Allocate(c.Spec.Devices.Requests[0].Name, draDriver, draNode, device)
+	// As the lab's class does, the allocation partitions the device: the
+	// example driver time-slices a device that no configuration shares.
+	w.Allocate(c.Spec.Devices.Requests[0].Name, draDriver, draNode, device).
+		AllocationConfig(resourcev1.AllocationConfigSourceClass, draDriver, fixture.ExampleSpacePartitioning)
 	for _, m := range mod {
 		m(w)
 	}
