@@ -88,20 +88,22 @@ integration: envtest ## Integration tests against a real kube-apiserver and etcd
 
 # One package (./e2e; e2e/lab's own tests run in unit), so that go test
 # streams each feature's output as it runs instead of buffering the suite.
-e2e: tools plugin images kind-image volcano-images ## End-to-end suite on a kind cluster (KEEP_CLUSTER=1 keeps it; E2E_RUN=<regexp> picks tests).
+e2e: tools plugin images kind-image dependency-images ## End-to-end suite on a kind cluster (KEEP_CLUSTER=1 keeps it; E2E_RUN=<regexp> picks tests).
 	XG_BIN=$(BIN) XG_IMAGE_TAG=$(XG_VERSION) NODE_IMAGE=$(NODE_IMAGE) AGNHOST_IMAGE=$(AGNHOST_IMAGE) \
 	  VOLCANO_MANIFEST="$$(cd hack/tools/volcano && GOWORK=off go list -m -f '{{.Dir}}' volcano.sh/volcano)/installer/volcano-development.yaml" \
 	  VOLCANO_IMAGES=$(VOLCANO_IMAGES) \
+	  DRA_EXAMPLE_CHART="$$(cd hack/tools/dra-example && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/dra-example-driver)/deployments/helm/dra-example-driver" \
+	  DRA_EXAMPLE_IMAGE=xila-guard/dra-example-driver:$(DRA_EXAMPLE_VERSION) \
 	  go test -tags e2e -count=1 -timeout 60m -v $(if $(E2E_RUN),-run '$(E2E_RUN)') ./e2e
 
-# The images hack/build-volcano-images.sh builds, by the binary they run.
+# Volcano's images (hack/build-dependency-images.sh), by the binary they run.
 comma := ,
 empty :=
 space := $(empty) $(empty)
 VOLCANO_IMAGES := $(subst $(space),$(comma),$(foreach b,vc-scheduler vc-controller-manager vc-webhook-manager,$(b)=xila-guard/volcano-$(b):$(VOLCANO_VERSION)))
 
-volcano-images: ## Build Volcano (VOLCANO_VERSION) from its Go module into local images for the e2e suite.
-	hack/build-volcano-images.sh
+dependency-images: ## Build Volcano (VOLCANO_VERSION) and the DRA example driver (DRA_EXAMPLE_VERSION) from their Go modules into local images for the e2e suite.
+	hack/build-dependency-images.sh
 
 terraform-test: tools terraform-provider images kind-image ## Terraform: apply the lab example on its own kind cluster, plan, upgrade, destroy.
 	XG_BIN=$(BIN) XG_IMAGE_TAG=$(XG_VERSION) NODE_IMAGE=$(NODE_IMAGE) TF_CLI_CONFIG_FILE=$(TF_CLI_CONFIG) REPO_ROOT=$(CURDIR) \
@@ -139,4 +141,4 @@ verify: tools ## Fail when generated code or pins are stale.
 clean: ## Remove build output (not the version cache in ~/.cache/xila-guard).
 	rm -rf _output
 
-.PHONY: help demo test packages tools build plugin images kind-image envtest kind-up kind-down unit integration e2e test-kind-lab e2e-volcano volcano-images lint generate verify clean terraform-provider terraform-test
+.PHONY: help demo test packages tools build plugin images kind-image envtest kind-up kind-down unit integration e2e test-kind-lab e2e-volcano dependency-images lint generate verify clean terraform-provider terraform-test

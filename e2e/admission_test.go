@@ -106,7 +106,8 @@ func withIntegrations(l *lab.Lab) (map[string]any, error) {
 	}
 	// In the lab's overrides, so that a step that reinstalls the lab's
 	// values keeps them.
-	l.Overrides = lab.Merge(l.Overrides, map[string]any{"orchestratorIntegrations": integrations})
+	// The real DRA driver's DaemonSet (realDRASteps) is trusted on the pools.
+	l.Overrides = lab.Merge(l.Overrides, map[string]any{"orchestratorIntegrations": integrations}, lab.DRADriverTrust())
 	return l.Values("lab"), nil
 }
 

@@ -22,6 +22,7 @@ import (
 //     the lab's values;
 //   - the trust boundaries (trustSteps), every attempt from its seat;
 //   - tenant RBAC (tenantRBACSteps);
+//   - a real DRA driver (realDRASteps): its allocations judged per device;
 //   - real Volcano (realVolcanoSteps), last: from then on Volcano's
 //     scheduler places every pod that names it, which the steps before
 //     hold unbound on purpose.
@@ -34,6 +35,7 @@ func TestPlatform(t *testing.T) {
 	f = admissionSteps(f)
 	f = trustSteps(f)
 	f = tenantRBACSteps(f)
+	f = realDRASteps(f)
 	f = realVolcanoSteps(f)
 	f = f.Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		tearDownRealVolcano(ctx, t, cfg)

@@ -5,9 +5,11 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -30,6 +32,12 @@ type settings struct {
 	// vc-webhook-manager), loaded into the cluster. Empty: Volcano's
 	// published images, pulled from its registry (make e2e-volcano).
 	VolcanoImages map[string]string
+	// DRAExampleChart and DRAExampleImage are DRA_EXAMPLE_CHART and
+	// DRA_EXAMPLE_IMAGE: the DRA example driver's Helm chart (a directory
+	// of the module make e2e builds the driver from) and the image make
+	// e2e built of its kubelet plugin, loaded into the workers.
+	DRAExampleChart string
+	DRAExampleImage string
 }
 
 func settingsFromEnv() (settings, error) {
@@ -47,6 +55,8 @@ func settingsFromEnv() (settings, error) {
 
 		VolcanoManifest: os.Getenv("VOLCANO_MANIFEST"),
 		VolcanoImages:   map[string]string{},
+		DRAExampleChart: os.Getenv("DRA_EXAMPLE_CHART"),
+		DRAExampleImage: os.Getenv("DRA_EXAMPLE_IMAGE"),
 	}
 	for _, kv := range strings.Split(os.Getenv("VOLCANO_IMAGES"), ",") {
 		if b, img, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
@@ -57,7 +67,7 @@ func settingsFromEnv() (settings, error) {
 	}
 	var missing []string
 	for name, v := range map[string]string{"XG_BIN": s.BinDir, "NODE_IMAGE": s.NodeImage, "XG_IMAGE_TAG": s.ImageTag, "AGNHOST_IMAGE": s.Agnhost,
-		"VOLCANO_MANIFEST": s.VolcanoManifest} {
+		"VOLCANO_MANIFEST": s.VolcanoManifest, "DRA_EXAMPLE_CHART": s.DRAExampleChart, "DRA_EXAMPLE_IMAGE": s.DRAExampleImage} {
 		if v == "" {
 			missing = append(missing, name)
 		}
@@ -83,9 +93,9 @@ func settingsFromEnv() (settings, error) {
 			return s, errors.New("image " + s.componentImage(c) + " is missing: run make images")
 		}
 	}
-	for _, img := range s.VolcanoImages {
+	for _, img := range append(slices.Collect(maps.Values(s.VolcanoImages)), s.DRAExampleImage) {
 		if err := exec.Command("docker", "image", "inspect", img).Run(); err != nil {
-			return s, errors.New("image " + img + " is missing: run make volcano-images")
+			return s, errors.New("image " + img + " is missing: run make dependency-images")
 		}
 	}
 	return s, nil

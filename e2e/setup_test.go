@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -46,6 +47,14 @@ func loadImages(s settings) env.Func {
 			if ctx, err = envfuncs.LoadImageToCluster(s.ClusterName, s.componentImage(c))(ctx, cfg); err != nil {
 				return ctx, err
 			}
+		}
+		// The DRA example driver's kubelet plugin runs on the workers.
+		workers := []string{}
+		for _, n := range []string{"worker", "worker2"} {
+			workers = append(workers, s.ClusterName+"-"+n)
+		}
+		if _, err := envfuncs.LoadImageToCluster(s.ClusterName, s.DRAExampleImage, "--nodes", strings.Join(workers, ","))(ctx, cfg); err != nil {
+			return ctx, err
 		}
 		// Volcano runs on the control plane only (the workers are pools).
 		for _, img := range s.VolcanoImages {

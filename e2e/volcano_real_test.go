@@ -47,7 +47,7 @@ var (
 // profile, its
 // components on the control plane like the platform's (both workers are
 // the tenant's pool). make e2e builds Volcano's binaries from its Go
-// module into local images (VOLCANO_IMAGES, hack/build-volcano-images.sh)
+// module into local images (VOLCANO_IMAGES, hack/build-dependency-images.sh)
 // and makes the admission webhook's TLS here, in place of the manifest's
 // init Job, whose image needs a shell and openssl; make e2e-volcano runs
 // Volcano's published images instead. The tenant's user, with the tenant role and the profile's

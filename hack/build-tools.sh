@@ -43,6 +43,9 @@ TOOLS=(
   "vc-scheduler|volcano|volcano.sh/volcano/cmd/scheduler|${VOLCANO_VERSION}"
   "vc-controller-manager|volcano|volcano.sh/volcano/cmd/controller-manager|${VOLCANO_VERSION}"
   "vc-webhook-manager|volcano|volcano.sh/volcano/cmd/webhook-manager|${VOLCANO_VERSION}"
+  # The DRA example driver's kubelet plugin, for the end-to-end suite
+  # (hack/tools/dra-example).
+  "dra-example-kubeletplugin|dra-example|sigs.k8s.io/dra-example-driver/cmd/dra-example-kubeletplugin|${DRA_EXAMPLE_VERSION}"
 )
 
 want=("$@")

@@ -3,7 +3,7 @@
 # its release manifest (VOLCANO_VERSION) from GitHub and its images from
 # docker.io, so this needs a registry; offline it stops with a clear
 # message instead of pretending. make e2e runs the same scenarios offline,
-# on Volcano built from its Go module (hack/build-volcano-images.sh).
+# on Volcano built from its Go module (hack/build-dependency-images.sh).
 set -o errexit -o nounset -o pipefail
 requested_version="${VOLCANO_VERSION:-}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -25,3 +25,5 @@ done
 
 # The Volcano release the end-to-end suite builds.
 go mod edit -require="volcano.sh/volcano@${VOLCANO_VERSION}" -require="volcano.sh/apis@${VOLCANO_APIS_VERSION}" hack/tools/volcano/go.mod
+# The DRA example driver release the end-to-end suite builds.
+go mod edit -require="sigs.k8s.io/dra-example-driver@${DRA_EXAMPLE_VERSION}" hack/tools/dra-example/go.mod

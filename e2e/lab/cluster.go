@@ -121,6 +121,15 @@ func (c *Cluster) InstallChart(ctx context.Context, values map[string]any) error
 // version of it.
 func (c *Cluster) InstallChartFrom(ctx context.Context, dir string, values map[string]any) error {
 	values = Merge(map[string]any{"image": map[string]any{"tag": c.ImageTag}}, values)
+	if err := c.helmUpgrade(ctx, ReleaseName, PlatformNamespace, dir, values); err != nil {
+		return err
+	}
+	return c.WaitAdmissionServing(ctx)
+}
+
+// helmUpgrade installs or upgrades release from the chart in dir with
+// values, in namespace, and waits until every pod of it is ready.
+func (c *Cluster) helmUpgrade(ctx context.Context, release, namespace, dir string, values map[string]any) error {
 	b, err := json.Marshal(values)
 	if err != nil {
 		return err
@@ -136,11 +145,8 @@ func (c *Cluster) InstallChartFrom(ctx context.Context, dir string, values map[s
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := c.run(ctx, "helm", "upgrade", "--install", ReleaseName, dir,
-		"-n", PlatformNamespace, "--create-namespace", "--wait", "--timeout", "3m", "-f", f.Name()); err != nil {
-		return err
-	}
-	return c.WaitAdmissionServing(ctx)
+	return c.run(ctx, "helm", "upgrade", "--install", release, dir,
+		"-n", namespace, "--create-namespace", "--wait", "--timeout", "3m", "-f", f.Name())
 }
 
 // WaitAdmissionServing waits until the API server reaches the webhook.

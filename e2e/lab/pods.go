@@ -85,6 +85,17 @@ func RBACDenial(err error) bool {
 // WaitPendingWith waits until the scheduler reports the pod unschedulable
 // with reason in its message, and fails if the pod gets bound.
 func WaitPendingWith(ctx context.Context, kube kubernetes.Interface, ns, name, reason string) error {
+	err := WaitPendingMatching(ctx, kube, ns, name, func(msg string) bool { return strings.Contains(msg, reason) })
+	if err != nil {
+		return fmt.Errorf("want it Pending with %s: %w", reason, err)
+	}
+	return nil
+}
+
+// WaitPendingMatching waits until the scheduler reports the pod
+// unschedulable with a message that matches, and fails if the pod gets
+// bound.
+func WaitPendingMatching(ctx context.Context, kube kubernetes.Interface, ns, name string, matches func(msg string) bool) error {
 	var got *corev1.Pod
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
@@ -95,14 +106,14 @@ func WaitPendingWith(ctx context.Context, kube kubernetes.Interface, ns, name, r
 			return false, fmt.Errorf("bound to %s", got.Spec.NodeName)
 		}
 		for _, c := range got.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, reason) {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && matches(c.Message) {
 				return true, nil
 			}
 		}
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("pod %s/%s: want it Pending with %s: %w (status: %s)", ns, name, reason, err, DescribeStatus(got))
+		return fmt.Errorf("pod %s/%s: %w (status: %s)", ns, name, err, DescribeStatus(got))
 	}
 	return nil
 }
@@ -186,4 +197,13 @@ func (c *Cluster) ExpectDenied(ctx context.Context, kube kubernetes.Interface, n
 		return errors.New("pod " + p.Name + ": denied without " + reason + ": " + msg)
 	}
 	return nil
+}
+
+// WithClaimFromTemplate gives the pod a ResourceClaim made from a
+// ResourceClaimTemplate of its namespace, for its container.
+func WithClaimFromTemplate(template string) PodOption {
+	return func(p *corev1.Pod) {
+		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: "gpu", ResourceClaimTemplateName: &template})
+		p.Spec.Containers[0].Resources.Claims = append(p.Spec.Containers[0].Resources.Claims, corev1.ResourceClaim{Name: "gpu"})
+	}
 }

@@ -103,6 +103,14 @@ func PoolPolicy(name string) *fixture.PlacementPolicyWrapper {
 // mockEvidence writes the workers' mock evidence: one GPU each, exclusive
 // on worker 1 and time-sliced on worker 2.
 func (t *Tenant) mockEvidence(ctx context.Context) error {
+	return t.writeEvidence(ctx, func(string, v1alpha1.GPUSharingMode) ([]v1alpha1.GPUDevice, error) {
+		return []v1alpha1.GPUDevice{{ID: "gpu-0", Vendor: "nvidia"}}, nil
+	})
+}
+
+// writeEvidence writes the workers' mock evidence with the GPUs gpus
+// returns for each, exclusive on worker 1 and time-sliced on worker 2.
+func (t *Tenant) writeEvidence(ctx context.Context, gpus func(node string, mode v1alpha1.GPUSharingMode) ([]v1alpha1.GPUDevice, error)) error {
 	for i, w := range t.Workers {
 		sharing := v1alpha1.SharingExclusive
 		if i == TimeSlicedWorker {
@@ -112,14 +120,24 @@ func (t *Tenant) mockEvidence(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		state := fixture.MakeNodeSecurityState(w, node.UID, v1alpha1.SourceMock).Label(PoolLabel, t.Name).
-			Incarnation("lab-1").GPU("gpu-0", sharing).Obj()
-		if err := t.c.Replace(ctx, state); err != nil {
+		devs, err := gpus(w, sharing)
+		if err != nil {
+			return err
+		}
+		state := fixture.MakeNodeSecurityState(w, node.UID, v1alpha1.SourceMock).Label(PoolLabel, t.Name).Incarnation("lab-1")
+		for _, d := range devs {
+			d.SharingMode = sharing
+			state.Device(d)
+		}
+		if err := t.c.Replace(ctx, state.Obj()); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// RestoreEvidence gives the workers the tenant's mock evidence back.
+func (t *Tenant) RestoreEvidence(ctx context.Context) error { return t.mockEvidence(ctx) }
 
 // Delete removes the tenant: first its namespace and pods (the pool label
 // is locked while they run), then the pool and the guard objects.

@@ -86,9 +86,11 @@ func (s Spec) KindConfig() *v1alpha4.Cluster {
 		Nodes:                []v1alpha4.Node{{Role: v1alpha4.ControlPlaneRole}},
 		KubeadmConfigPatches: []string{cgroupV1Patch},
 		// DeviceTaintRules, alpha in Kubernetes 1.35, which the observe
-		// controller writes for DRA devices whose evidence fails.
+		// controller writes for DRA devices whose evidence fails; and
+		// resource.k8s.io/v1beta1, in which the DRA example driver's chart
+		// writes its DeviceClass.
 		FeatureGates:  map[string]bool{"DRADeviceTaints": true, "DRADeviceTaintRules": true},
-		RuntimeConfig: map[string]string{"resource.k8s.io/v1alpha3": "true"},
+		RuntimeConfig: map[string]string{"resource.k8s.io/v1alpha3": "true", "resource.k8s.io/v1beta1": "true"},
 	}
 	for range s.Workers {
 		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole})

@@ -1,0 +1,200 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/xila-guard/xila-guard/components/api/fixture"
+	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/e2e/lab"
+)
+
+// realDRASteps run a real Dynamic Resource Allocation driver on the
+// platform (TestPlatform, whose release judges devices, webhook.devices):
+// the DRA example driver, built from its Go module (DRA_EXAMPLE_IMAGE) and
+// installed from the chart of that module (DRA_EXAMPLE_CHART), publishes
+// two simulated GPUs per worker. The evidence names the compliant worker's
+// first GPU only and both of the time-sliced worker's. The controlled
+// scheduler's DynamicResources plugin allocates, the webhook judges each
+// allocation it writes, and the driver's kubelet plugin prepares what is
+// admitted before the pod's container starts. The tenant's policy lists
+// the driver's DeviceClass while the steps run.
+func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
+	const (
+		partitioned = "gpu-partitioned" // the claim passes the driver space partitioning
+		bare        = "gpu-bare"        // no configuration: the driver time-slices
+	)
+	return f.
+		Assess("real DRA driver: installed from its chart, its kubelet plugin on the pool nodes publishes each worker's GPUs", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			l := labFrom(ctx, t)
+			slices, err := l.InstallDRADriver(ctx, suite.DRAExampleChart, suite.DRAExampleImage, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := l.Tenant.Workers
+			if err := l.Tenant.DRAEvidence(ctx, slices, map[string][]string{
+				w[lab.CompliantWorker]:  {"gpu-0"},
+				w[lab.TimeSlicedWorker]: {"gpu-0", "gpu-1"},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			policy := lab.PoolPolicy(l.Tenant.Name).Devices(v1alpha1.DevicePolicy{DeviceClasses: []string{lab.DRADriver}}).Obj()
+			if err := l.Replace(ctx, policy); err != nil {
+				t.Fatal(err)
+			}
+			tenant := tenantClient(t, l)
+			ns := l.Tenant.Name
+			for name, claim := range map[string]*fixture.ResourceClaimWrapper{
+				partitioned: fixture.MakeResourceClaim("", ns).Request("gpu", lab.DRADriver, 1).Config(lab.DRADriver, fixture.ExampleSpacePartitioning),
+				bare:        fixture.MakeResourceClaim("", ns).Request("gpu", lab.DRADriver, 1),
+			} {
+				tpl := fixture.MakeResourceClaimTemplate(name, ns, claim.Obj()).Obj()
+				if _, err := tenant.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, tpl, metav1.CreateOptions{}); err != nil {
+					t.Fatalf("the tenant creating claim template %s: %v", name, err)
+				}
+			}
+			return ctx
+		}).
+		Assess("G-DEVICE-ALLOCATION real DRA driver: the tenant's claim is allocated the compliant worker's named GPU, the allocation admitted and the GPU prepared", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			l := labFrom(ctx, t)
+			ns, worker := l.Tenant.Name, l.Tenant.Workers[lab.CompliantWorker]
+			if _, err := tenantClient(t, l).CoreV1().Pods(ns).Create(ctx, l.Pod("dra-first", lab.WithClaimFromTemplate(partitioned)), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// Running means the kubelet had the driver prepare the claim's
+			// device before it started the container.
+			p := waitRunning(ctx, t, l.Kube, ns, "dra-first")
+			if p.Spec.NodeName != worker {
+				t.Errorf("pod ran on %s, want the compliant worker %s", p.Spec.NodeName, worker)
+			}
+			c := podClaim(ctx, t, l.Kube, p)
+			if c.Status.Allocation == nil || len(c.Status.Allocation.Devices.Results) != 1 {
+				t.Fatalf("claim %s: allocation %+v, want one device", c.Name, c.Status.Allocation)
+			}
+			r := c.Status.Allocation.Devices.Results[0]
+			if got, want := fmt.Sprintf("%s/%s/%s", r.Driver, r.Pool, r.Device), lab.DRADriver+"/"+worker+"/gpu-0"; got != want {
+				t.Errorf("claim %s was given %s, want %s, the GPU the evidence names", c.Name, got, want)
+			}
+			if len(c.Status.ReservedFor) != 1 || c.Status.ReservedFor[0].UID != p.UID {
+				t.Errorf("claim %s is reserved for %+v, want the pod only", c.Name, c.Status.ReservedFor)
+			}
+			return ctx
+		}).
+		Assess("G-DEVICE-ALLOCATION real DRA driver: a second claim can only be given the GPU the evidence does not name: the allocation is refused and the pod stays Pending", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			l := labFrom(ctx, t)
+			ns := l.Tenant.Name
+			if _, err := tenantClient(t, l).CoreV1().Pods(ns).Create(ctx, l.Pod("dra-second", lab.WithClaimFromTemplate(partitioned)), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitDeviceRefused(ctx, t, l, "dra-second", guard.ReasonDeviceEvidenceMissing, "gpu-1")
+			p, err := l.Kube.CoreV1().Pods(ns).Get(ctx, "dra-second", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := podClaim(ctx, t, l.Kube, p); c.Status.Allocation != nil {
+				t.Errorf("claim %s holds %+v, want no allocation", c.Name, c.Status.Allocation.Devices.Results)
+			}
+			return ctx
+		}).
+		Assess("G-DEVICE-ALLOCATION real DRA driver: a claim that passes no configuration, which the driver time-slices, is refused the free compliant GPU; one that time-slices it is refused at creation", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			l := labFrom(ctx, t)
+			ns := l.Tenant.Name
+			tenant := tenantClient(t, l)
+			for _, name := range []string{"dra-first", "dra-second"} {
+				if err := lab.DeletePod(ctx, l.Kube, ns, name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := tenant.CoreV1().Pods(ns).Create(ctx, l.Pod("dra-bare", lab.WithClaimFromTemplate(bare)), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitDeviceRefused(ctx, t, l, "dra-bare", guard.ReasonTimeSlicingForbidden, "gpu-0")
+			sliced := fixture.MakeResourceClaim("sliced", ns).Request("gpu", lab.DRADriver, 1).
+				Config(lab.DRADriver, `{"apiVersion":"gpu.resource.example.com/v1alpha1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing"}}`).Obj()
+			_, err := tenant.ResourceV1().ResourceClaims(ns).Create(ctx, sliced, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err := fixture.RefusedWith(err, guard.ReasonDeviceSharingForbidden); err != nil {
+				t.Error(err)
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			l, ok := ctx.Value(labKey{}).(*lab.Lab)
+			if !ok {
+				return ctx
+			}
+			ns := l.Tenant.Name
+			for _, name := range []string{"dra-first", "dra-second", "dra-bare"} {
+				if err := lab.DeletePod(ctx, l.Kube, ns, name); err != nil {
+					t.Errorf("deleting pod %s: %v", name, err)
+				}
+			}
+			if err := l.Kube.ResourceV1().ResourceClaimTemplates(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+				t.Errorf("deleting the claim templates: %v", err)
+			}
+			if err := l.UninstallDRADriver(ctx); err != nil {
+				t.Errorf("uninstalling the DRA driver: %v", err)
+			}
+			if err := l.Replace(ctx, lab.PoolPolicy(ns).Obj()); err != nil {
+				t.Errorf("restoring the tenant's policy: %v", err)
+			}
+			if err := l.Tenant.RestoreEvidence(ctx); err != nil {
+				t.Errorf("restoring the mock evidence: %v", err)
+			}
+			return ctx
+		})
+}
+
+// waitDeviceRefused waits until the tenant's pod is reported unschedulable
+// because the compliant worker's GPU device was refused for reason, and
+// fails the test if the pod gets bound. The time-sliced worker is refused
+// for the pod as a whole; the device named in the message tells the
+// device's refusal from that one.
+func waitDeviceRefused(ctx context.Context, t *testing.T, l *lab.Lab, pod string, reason guard.Reason, device string) {
+	t.Helper()
+	key := lab.DRADriver + "/" + l.Tenant.Workers[lab.CompliantWorker] + "/" + device
+	err := lab.WaitPendingMatching(ctx, l.Kube, l.Tenant.Name, pod, func(msg string) bool {
+		return strings.Contains(msg, string(reason)) && strings.Contains(msg, key)
+	})
+	if err != nil {
+		t.Fatalf("want device %s refused with %s: %v", key, reason, err)
+	}
+}
+
+// tenantClient acts as the tenant's user.
+func tenantClient(t *testing.T, l *lab.Lab) kubernetes.Interface {
+	t.Helper()
+	k, _, err := l.As(l.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// podClaim returns the ResourceClaim the resource claim controller made
+// for a pod from its template.
+func podClaim(ctx context.Context, t *testing.T, kube kubernetes.Interface, p *corev1.Pod) *resourcev1.ResourceClaim {
+	t.Helper()
+	for _, s := range p.Status.ResourceClaimStatuses {
+		if s.ResourceClaimName != nil {
+			c, err := kube.ResourceV1().ResourceClaims(p.Namespace).Get(ctx, *s.ResourceClaimName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+	}
+	t.Fatalf("pod %s/%s has no claim made for it yet (status %+v)", p.Namespace, p.Name, p.Status.ResourceClaimStatuses)
+	return nil
+}
