@@ -39,7 +39,7 @@ func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 	return f.
 		Assess("real DRA driver: installed from its chart, its kubelet plugin on the pool nodes publishes each worker's GPUs", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
-			slices, err := l.InstallDRADriver(ctx, suite.DRAExampleChart, suite.DRAExampleImage, 2)
+			slices, err := l.InstallDRADriver(ctx, suite.DRAExampleChart, suite.DRAExampleImage, 2, l.Tenant.Workers)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -37,9 +37,9 @@ func DRADriverTrust() map[string]any {
 // InstallDRADriver installs the driver from its chart (a directory of its
 // module) with image: n GPUs per node, the kubelet plugin on every worker
 // tolerating the pools' taint, and none of the chart's optional parts. It
-// waits until each worker's ResourceSlice publishes n devices, and returns
-// the slices by node.
-func (c *Cluster) InstallDRADriver(ctx context.Context, chart, image string, n int) (map[string]*resourcev1.ResourceSlice, error) {
+// waits until the ResourceSlice of each of workers publishes n devices,
+// and returns the slices by node.
+func (c *Cluster) InstallDRADriver(ctx context.Context, chart, image string, n int, workers []string) (map[string]*resourcev1.ResourceSlice, error) {
 	i := strings.LastIndex(image, ":")
 	if i < 0 {
 		return nil, fmt.Errorf("image %q has no tag", image)
@@ -55,12 +55,8 @@ func (c *Cluster) InstallDRADriver(ctx context.Context, chart, image string, n i
 	if err := c.helmUpgrade(ctx, draRelease, DRANamespace, chart, values); err != nil {
 		return nil, err
 	}
-	workers, err := c.Workers(ctx)
-	if err != nil {
-		return nil, err
-	}
 	out := map[string]*resourcev1.ResourceSlice{}
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := c.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + DRADriver})
 		if err != nil {
 			return false, nil
