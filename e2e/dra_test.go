@@ -129,31 +129,40 @@ func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 			}
 			return ctx
 		}).
+		Assess("real DRA driver: uninstalled, the tenant's policy and evidence as they were", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			tearDownDRA(ctx, t, labFrom(ctx, t))
+			return ctx
+		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			l, ok := ctx.Value(labKey{}).(*lab.Lab)
-			if !ok {
-				return ctx
-			}
-			ns := l.Tenant.Name
-			for _, name := range []string{"dra-first", "dra-second", "dra-bare"} {
-				if err := lab.DeletePod(ctx, l.Kube, ns, name); err != nil {
-					t.Errorf("deleting pod %s: %v", name, err)
-				}
-			}
-			if err := l.Kube.ResourceV1().ResourceClaimTemplates(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-				t.Errorf("deleting the claim templates: %v", err)
-			}
-			if err := l.UninstallDRADriver(ctx); err != nil {
-				t.Errorf("uninstalling the DRA driver: %v", err)
-			}
-			if err := l.Replace(ctx, lab.PoolPolicy(ns).Obj()); err != nil {
-				t.Errorf("restoring the tenant's policy: %v", err)
-			}
-			if err := l.Tenant.RestoreEvidence(ctx); err != nil {
-				t.Errorf("restoring the mock evidence: %v", err)
+			// Again, for a run that stopped half-way: each part is idempotent.
+			if l, ok := ctx.Value(labKey{}).(*lab.Lab); ok {
+				tearDownDRA(ctx, t, l)
 			}
 			return ctx
 		})
+}
+
+// tearDownDRA removes what realDRASteps made, and gives the tenant its
+// policy and mock evidence back for the steps that follow.
+func tearDownDRA(ctx context.Context, t *testing.T, l *lab.Lab) {
+	ns := l.Tenant.Name
+	for _, name := range []string{"dra-first", "dra-second", "dra-bare"} {
+		if err := lab.DeletePod(ctx, l.Kube, ns, name); err != nil {
+			t.Errorf("deleting pod %s: %v", name, err)
+		}
+	}
+	if err := l.Kube.ResourceV1().ResourceClaimTemplates(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Errorf("deleting the claim templates: %v", err)
+	}
+	if err := l.UninstallDRADriver(ctx); err != nil {
+		t.Errorf("uninstalling the DRA driver: %v", err)
+	}
+	if err := l.Replace(ctx, lab.PoolPolicy(ns).Obj()); err != nil {
+		t.Errorf("restoring the tenant's policy: %v", err)
+	}
+	if err := l.Tenant.RestoreEvidence(ctx); err != nil {
+		t.Errorf("restoring the mock evidence: %v", err)
+	}
 }
 
 // waitDeviceRefused waits until the tenant's pod is reported unschedulable
