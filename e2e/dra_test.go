@@ -25,11 +25,16 @@ import (
 // platform (TestPlatform, whose release judges devices, webhook.devices):
 // the DRA example driver, built from its Go module (DRA_EXAMPLE_IMAGE) and
 // installed from the chart of that module (DRA_EXAMPLE_CHART), publishes
-// two simulated GPUs per worker. The evidence names the compliant worker's
-// first GPU only and both of the time-sliced worker's. The controlled
+// three simulated GPUs per worker. On the compliant worker the evidence
+// names the first GPU exclusive, the second time-sliced, and not the
+// third; on the time-sliced worker every GPU time-sliced. The controlled
 // scheduler's DynamicResources plugin allocates, the webhook judges each
 // allocation it writes, and the driver's kubelet plugin prepares what is
-// admitted before the pod's container starts. The tenant's policy lists
+// admitted before the pod's container starts. The pods require the
+// compliant worker: nothing here tells the allocator which devices the
+// policy allows (that is what the observe controller's device taints do,
+// TestObserve), so on the time-sliced worker every allocation would be
+// refused and the pod tried again elsewhere. The tenant's policy lists
 // the driver's DeviceClass while the steps run.
 func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 	const (
@@ -39,14 +44,14 @@ func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 	return f.
 		Assess("real DRA driver: installed from its chart, its kubelet plugin on the pool nodes publishes each worker's GPUs", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
-			slices, err := l.InstallDRADriver(ctx, suite.DRAExampleChart, suite.DRAExampleImage, 2, l.Tenant.Workers)
+			slices, err := l.InstallDRADriver(ctx, suite.DRAExampleChart, suite.DRAExampleImage, 3, l.Tenant.Workers)
 			if err != nil {
 				t.Fatal(err)
 			}
 			w := l.Tenant.Workers
-			if err := l.Tenant.DRAEvidence(ctx, slices, map[string][]string{
-				w[lab.CompliantWorker]:  {"gpu-0"},
-				w[lab.TimeSlicedWorker]: {"gpu-0", "gpu-1"},
+			if err := l.Tenant.DRAEvidence(ctx, slices, map[string][]lab.DRADevice{
+				w[lab.CompliantWorker]:  {{Name: "gpu-0", Mode: v1alpha1.SharingExclusive}, {Name: "gpu-1", Mode: v1alpha1.SharingTimeSlicing}},
+				w[lab.TimeSlicedWorker]: {{Name: "gpu-0"}, {Name: "gpu-1"}, {Name: "gpu-2"}},
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -67,10 +72,10 @@ func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 			}
 			return ctx
 		}).
-		Assess("G-DEVICE-ALLOCATION real DRA driver: the tenant's claim is allocated the compliant worker's named GPU, the allocation admitted and the GPU prepared", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-DEVICE-ALLOCATION real DRA driver: the tenant's claim is allocated the exclusive GPU of a worker that also holds a time-sliced one, the allocation admitted and the GPU prepared", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			ns, worker := l.Tenant.Name, l.Tenant.Workers[lab.CompliantWorker]
-			if _, err := tenantClient(t, l).CoreV1().Pods(ns).Create(ctx, l.Pod("dra-first", lab.WithClaimFromTemplate(partitioned)), metav1.CreateOptions{}); err != nil {
+			if _, err := tenantClient(t, l).CoreV1().Pods(ns).Create(ctx, l.Pod("dra-first", lab.WithClaimFromTemplate(partitioned), lab.PinnedTo(worker)), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			// Running means the kubelet had the driver prepare the claim's
@@ -92,13 +97,49 @@ func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 			}
 			return ctx
 		}).
-		Assess("G-DEVICE-ALLOCATION real DRA driver: a second claim can only be given the GPU the evidence does not name: the allocation is refused and the pod stays Pending", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-DEVICE-ALLOCATION real DRA driver: what another allocator writes is judged too: the GPU the evidence does not name, and the GPU the tenant's pod holds for a second tenant's claim, are refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
-			ns := l.Tenant.Name
-			if _, err := tenantClient(t, l).CoreV1().Pods(ns).Create(ctx, l.Pod("dra-second", lab.WithClaimFromTemplate(partitioned)), metav1.CreateOptions{}); err != nil {
+			ns, worker := l.Tenant.Name, l.Tenant.Workers[lab.CompliantWorker]
+			// kube-scheduler's own identity: its role may write every claim's
+			// allocation, as Volcano's and KAI's allocators' roles may.
+			allocator, _, err := l.As("system:kube-scheduler")
+			if err != nil {
 				t.Fatal(err)
 			}
-			waitDeviceRefused(ctx, t, l, "dra-second", guard.ReasonDeviceEvidenceMissing, "gpu-1")
+			claim := func(ns, name string) *resourcev1.ResourceClaim {
+				c := fixture.MakeResourceClaim(name, ns).Request("gpu", lab.DRADriver, 1).Config(lab.DRADriver, fixture.ExampleSpacePartitioning).Obj()
+				created, err := l.Kube.ResourceV1().ResourceClaims(ns).Create(ctx, c, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatalf("creating claim %s/%s: %v", ns, name, err)
+				}
+				return created
+			}
+			unnamed := allocateByHand(ctx, allocator, claim(ns, "by-hand"), worker, "gpu-2")
+			if err := fixture.RefusedWith(unnamed, guard.ReasonDeviceEvidenceMissing); err != nil {
+				t.Errorf("the GPU the evidence does not name: %v", err)
+			}
+			other := envconf.RandomName("xg-dra-other", 16)
+			if err := l.CreateTenantOf(ctx, lab.PoolPolicy(other).Devices(v1alpha1.DevicePolicy{DeviceClasses: []string{lab.DRADriver}}).Obj()); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := l.DeleteTenant(ctx, other); err != nil {
+					t.Errorf("deleting the second tenant: %v", err)
+				}
+			}()
+			held := allocateByHand(ctx, allocator, claim(other, "taken"), worker, "gpu-0")
+			if err := fixture.RefusedWith(held, guard.ReasonDeviceHeldByOtherTenant); err != nil {
+				t.Errorf("the GPU the tenant's pod holds, for a second tenant's claim: %v", err)
+			}
+			return ctx
+		}).
+		Assess("G-DEVICE-ALLOCATION real DRA driver: a second claim is given the worker's time-sliced GPU next: the allocation is refused and the pod stays Pending", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			l := labFrom(ctx, t)
+			ns, worker := l.Tenant.Name, l.Tenant.Workers[lab.CompliantWorker]
+			if _, err := tenantClient(t, l).CoreV1().Pods(ns).Create(ctx, l.Pod("dra-second", lab.WithClaimFromTemplate(partitioned), lab.PinnedTo(worker)), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitDeviceRefused(ctx, t, l, "dra-second", guard.ReasonTimeSlicingForbidden, "gpu-1")
 			p, err := l.Kube.CoreV1().Pods(ns).Get(ctx, "dra-second", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -108,16 +149,16 @@ func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 			}
 			return ctx
 		}).
-		Assess("G-DEVICE-ALLOCATION real DRA driver: a claim that passes no configuration, which the driver time-slices, is refused the free compliant GPU; one that time-slices it is refused at creation", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-DEVICE-ALLOCATION real DRA driver: a claim that passes no configuration, which the driver time-slices, is refused the free exclusive GPU; one that time-slices it is refused at creation", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
-			ns := l.Tenant.Name
+			ns, worker := l.Tenant.Name, l.Tenant.Workers[lab.CompliantWorker]
 			tenant := tenantClient(t, l)
 			for _, name := range []string{"dra-first", "dra-second"} {
 				if err := lab.DeletePod(ctx, l.Kube, ns, name); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, err := tenant.CoreV1().Pods(ns).Create(ctx, l.Pod("dra-bare", lab.WithClaimFromTemplate(bare)), metav1.CreateOptions{}); err != nil {
+			if _, err := tenant.CoreV1().Pods(ns).Create(ctx, l.Pod("dra-bare", lab.WithClaimFromTemplate(bare), lab.PinnedTo(worker)), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			waitDeviceRefused(ctx, t, l, "dra-bare", guard.ReasonTimeSlicingForbidden, "gpu-0")
@@ -154,6 +195,9 @@ func tearDownDRA(ctx context.Context, t *testing.T, l *lab.Lab) {
 	if err := l.Kube.ResourceV1().ResourceClaimTemplates(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Errorf("deleting the claim templates: %v", err)
 	}
+	if err := l.Kube.ResourceV1().ResourceClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Errorf("deleting the claims: %v", err)
+	}
 	if err := l.UninstallDRADriver(ctx); err != nil {
 		t.Errorf("uninstalling the DRA driver: %v", err)
 	}
@@ -181,6 +225,16 @@ func waitDeviceRefused(ctx context.Context, t *testing.T, l *lab.Lab, pod string
 	}
 }
 
+// allocateByHand writes an allocation of one device of node's pool to the
+// claim's request, with the claim's configuration, as kube writes it.
+func allocateByHand(ctx context.Context, kube kubernetes.Interface, c *resourcev1.ResourceClaim, node, device string) error {
+	w := &fixture.ResourceClaimWrapper{ResourceClaim: *c.DeepCopy()}
+	w.Allocate("gpu", lab.DRADriver, node, device).
+		AllocationConfig(resourcev1.AllocationConfigSourceClaim, lab.DRADriver, fixture.ExampleSpacePartitioning)
+	_, err := kube.ResourceV1().ResourceClaims(c.Namespace).UpdateStatus(ctx, w.Obj(), metav1.UpdateOptions{})
+	return err
+}
+
 // tenantClient acts as the tenant's user.
 func tenantClient(t *testing.T, l *lab.Lab) kubernetes.Interface {
 	t.Helper()
@@ -206,4 +260,71 @@ func podClaim(ctx context.Context, t *testing.T, kube kubernetes.Interface, p *c
 	}
 	t.Fatalf("pod %s/%s has no claim made for it yet (status %+v)", p.Namespace, p.Name, p.Status.ResourceClaimStatuses)
 	return nil
+}
+
+// draTaintedNotAllocated runs the real DRA driver on TestObserve's pool,
+// whose evidence (nfd) names no DRA device: the observe controller taints
+// every GPU the driver publishes (DEVICE_EVIDENCE_MISSING), and the stock
+// kube-scheduler gives none of them to a claim; a claim that tolerates the
+// guard's taint, which the webhook refuses to tenants (G-DEVICE-CLAIMS),
+// gets one at once, so the taint is what keeps the other out. When the
+// driver goes, so do the taints.
+func draTaintedNotAllocated(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	o := observedFrom(ctx, t)
+	cs := clientset(t, cfg)
+	l := labCluster(t, cfg)
+	if _, err := l.InstallDRADriver(ctx, suite.DRAExampleChart, suite.DRAExampleImage, 2, o.workers); err != nil {
+		t.Fatal(err)
+	}
+	missing := string(guard.ReasonDeviceEvidenceMissing)
+	for _, w := range o.workers {
+		waitDeviceTaints(ctx, t, cs, w, missing, missing)
+	}
+	templates := map[string]*fixture.ResourceClaimWrapper{
+		"gpu":          fixture.MakeResourceClaim("", o.tenant).Request("gpu", lab.DRADriver, 1),
+		"gpu-tolerant": fixture.MakeResourceClaim("", o.tenant).Request("gpu", lab.DRADriver, 1),
+	}
+	templates["gpu-tolerant"].Spec.Devices.Requests[0].Exactly.Tolerations = []resourcev1.DeviceToleration{{
+		Key: guard.DeviceTaintKey, Operator: resourcev1.DeviceTolerationOpExists, Effect: resourcev1.DeviceTaintEffectNoSchedule}}
+	for name, c := range templates {
+		if _, err := cs.ResourceV1().ResourceClaimTemplates(o.tenant).Create(ctx, fixture.MakeResourceClaimTemplate(name, o.tenant, c.Obj()).Obj(), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods := map[string]string{"dra-untainted-only": "gpu", "dra-tolerant": "gpu-tolerant"}
+	defer func() {
+		for name := range pods {
+			if err := lab.DeletePod(ctx, cs, o.tenant, name); err != nil {
+				t.Errorf("deleting pod %s: %v", name, err)
+			}
+		}
+		_ = cs.ResourceV1().ResourceClaimTemplates(o.tenant).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		if err := l.UninstallDRADriver(ctx); err != nil {
+			t.Errorf("uninstalling the DRA driver: %v", err)
+		}
+		for _, w := range o.workers {
+			waitDeviceTaints(ctx, t, cs, w)
+		}
+	}()
+	for name, template := range pods {
+		p := fixture.MakePod(name, o.tenant).Image(suite.Agnhost, corev1.PullNever).Args("pause").Obj()
+		p.Spec.Tolerations = []corev1.Toleration{{Key: lab.PoolLabel, Operator: corev1.TolerationOpEqual, Value: o.tenant, Effect: corev1.TaintEffectNoSchedule}}
+		lab.WithClaimFromTemplate(template)(p)
+		if _, err := cs.CoreV1().Pods(o.tenant).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRunning(ctx, t, cs, o.tenant, "dra-tolerant")
+	err := lab.WaitPendingMatching(ctx, cs, o.tenant, "dra-untainted-only", func(string) bool { return true })
+	if err != nil {
+		t.Fatalf("the pod whose claim does not tolerate the taint: %v", err)
+	}
+	p, err := cs.CoreV1().Pods(o.tenant).Get(ctx, "dra-untainted-only", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := podClaim(ctx, t, cs, p); c.Status.Allocation != nil {
+		t.Errorf("claim %s was given %+v, a tainted device", c.Name, c.Status.Allocation.Devices.Results)
+	}
+	return ctx
 }

@@ -134,6 +134,7 @@ func TestObserve(t *testing.T) {
 			waitDeviceTaints(ctx, t, cs, w)
 			return ctx
 		}).
+		Assess("G-DEVICE-TAINTS real DRA driver: every GPU the evidence does not name is tainted, and kube-scheduler gives none to a claim that does not tolerate the taint", draTaintedNotAllocated).
 		Assess("a pod an external scheduler put on a non-compliant node is reported after binding", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			o := observedFrom(ctx, t)
 			cs := clientset(t, cfg)

@@ -85,19 +85,28 @@ func (c *Cluster) UninstallDRADriver(ctx context.Context) error {
 		metav1.ListOptions{FieldSelector: "spec.driver=" + DRADriver})
 }
 
+// DRADevice is a device of a worker's slice that the evidence names, in a
+// sharing mode (empty: the worker's, exclusive on worker 1 and
+// time-sliced on worker 2).
+type DRADevice struct {
+	Name string
+	Mode v1alpha1.GPUSharingMode
+}
+
 // DRAEvidence gives the tenant's workers mock evidence that names their
 // DRA devices, as an evidence source that inventories the GPUs would: on
 // each worker the devices named[worker] of its slice, by the uuid and
-// model the slice states, exclusive on worker 1 and time-sliced on worker
-// 2. A device of the slice that is not named has no evidence.
-func (t *Tenant) DRAEvidence(ctx context.Context, slices map[string]*resourcev1.ResourceSlice, named map[string][]string) error {
+// model the slice states. A device of the slice that is not named has no
+// evidence.
+func (t *Tenant) DRAEvidence(ctx context.Context, slices map[string]*resourcev1.ResourceSlice, named map[string][]DRADevice) error {
 	return t.writeEvidence(ctx, func(node string, mode v1alpha1.GPUSharingMode) ([]v1alpha1.GPUDevice, error) {
 		s := slices[node]
 		if s == nil {
 			return nil, fmt.Errorf("no slice of node %s", node)
 		}
 		var out []v1alpha1.GPUDevice
-		for _, name := range named[node] {
+		for _, nd := range named[node] {
+			name := nd.Name
 			i := slicesIndex(s.Spec.Devices, name)
 			if i < 0 {
 				return nil, fmt.Errorf("the slice of node %s has no device %s", node, name)
@@ -108,7 +117,11 @@ func (t *Tenant) DRAEvidence(ctx context.Context, slices map[string]*resourcev1.
 				}
 				return ""
 			}
-			out = append(out, v1alpha1.GPUDevice{ID: attr("uuid"), Vendor: "example", Model: attr("model"), SharingMode: mode,
+			m := nd.Mode
+			if m == "" {
+				m = mode
+			}
+			out = append(out, v1alpha1.GPUDevice{ID: attr("uuid"), Vendor: "example", Model: attr("model"), SharingMode: m,
 				DRA: &v1alpha1.DRADeviceRef{Driver: DRADriver, Pool: s.Spec.Pool.Name, Device: name}})
 		}
 		return out, nil

@@ -109,7 +109,8 @@ func (t *Tenant) mockEvidence(ctx context.Context) error {
 }
 
 // writeEvidence writes the workers' mock evidence with the GPUs gpus
-// returns for each, exclusive on worker 1 and time-sliced on worker 2.
+// returns for each, by default exclusive on worker 1 and time-sliced on
+// worker 2.
 func (t *Tenant) writeEvidence(ctx context.Context, gpus func(node string, mode v1alpha1.GPUSharingMode) ([]v1alpha1.GPUDevice, error)) error {
 	for i, w := range t.Workers {
 		sharing := v1alpha1.SharingExclusive
@@ -126,7 +127,9 @@ func (t *Tenant) writeEvidence(ctx context.Context, gpus func(node string, mode 
 		}
 		state := fixture.MakeNodeSecurityState(w, node.UID, v1alpha1.SourceMock).Label(PoolLabel, t.Name).Incarnation("lab-1")
 		for _, d := range devs {
-			d.SharingMode = sharing
+			if d.SharingMode == "" {
+				d.SharingMode = sharing
+			}
 			state.Device(d)
 		}
 		if err := t.c.Replace(ctx, state.Obj()); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/resolve"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/devices"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
@@ -306,7 +307,7 @@ func (b *Broker) judge(ctx context.Context, sess *session, who *identity, peer s
 	candidate.State = &nss.Spec
 	req := &wire.EvaluateRequest{Pod: wire.Pod{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Tenant: wire.TenantOf(id.Tenant), Policy: wire.PolicyOf(id.Policy),
-		Nodes: []wire.Node{candidate}}
+		Nodes: []wire.Node{candidate}, DevicesByClaim: devices.ByClaim(pod)}
 	ev := b.opts.Evaluator.Evaluate(req)
 	switch {
 	case ev.Pod.Decision != guard.DecisionAllow:

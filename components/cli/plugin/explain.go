@@ -133,7 +133,7 @@ func Explain(ctx context.Context, r client.Reader, profile guard.Profile, clock 
 	}
 	res := eval.Evaluate(&wire.EvaluateRequest{Profile: profile,
 		Pod:    wire.Pod{Namespace: namespace, Name: name, UID: pod.UID},
-		Tenant: wire.TenantOf(id.Tenant), Policy: wire.PolicyOf(id.Policy), Nodes: nodes})
+		Tenant: wire.TenantOf(id.Tenant), Policy: wire.PolicyOf(id.Policy), Nodes: nodes, DevicesByClaim: devices.ByClaim(pod)})
 	out.Pod = res.Pod
 	pools := map[string]string{}
 	for _, n := range nodes {

@@ -243,3 +243,31 @@ func Find(pool []*resourcev1.ResourceSlice, key Key) (*resourcev1.ResourceSlice,
 	}
 	return nil, nil
 }
+
+// ByClaim reports whether a pod takes GPUs only through DRA claims: it
+// names ResourceClaims or claim templates, and no container of it requests
+// or limits a GPU resource (guard.IsGPUResource). The devices its claims
+// are given are judged one by one where they are allocated, so the node's
+// own judgement of it leaves out the devices the evidence names for DRA
+// (wire.EvaluateRequest.DevicesByClaim).
+func ByClaim(pod *corev1.Pod) bool {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return false
+	}
+	gpu := func(l corev1.ResourceList) bool {
+		for name := range l {
+			if guard.IsGPUResource(string(name)) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if gpu(cs[i].Resources.Requests) || gpu(cs[i].Resources.Limits) {
+				return false
+			}
+		}
+	}
+	return pod.Spec.Resources == nil || !gpu(pod.Spec.Resources.Requests) && !gpu(pod.Spec.Resources.Limits)
+}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
@@ -693,6 +694,37 @@ func TestFindNewestGenerationOnly(t *testing.T) {
 		}
 		if _, d := Find(order, Key{"gpu.nvidia.com", "n1", "gpu-1"}); d != nil {
 			t.Error("a device of another driver was found")
+		}
+	}
+}
+
+func TestByClaim(t *testing.T) {
+	claims := []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: new(string)}}
+	gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	pod := func(claims []corev1.PodResourceClaim, init, main corev1.ResourceRequirements, podLevel *corev1.ResourceRequirements) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{ResourceClaims: claims, Resources: podLevel,
+			InitContainers: []corev1.Container{{Name: "init", Resources: init}},
+			Containers:     []corev1.Container{{Name: "main", Resources: main}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"claims, no GPU resource", pod(claims, corev1.ResourceRequirements{}, corev1.ResourceRequirements{Requests: cpu}, nil), true},
+		{"no claims", pod(nil, corev1.ResourceRequirements{}, corev1.ResourceRequirements{}, nil), false},
+		{"claims and a GPU request", pod(claims, corev1.ResourceRequirements{}, corev1.ResourceRequirements{Requests: gpu}, nil), false},
+		{"claims and a GPU limit", pod(claims, corev1.ResourceRequirements{}, corev1.ResourceRequirements{Limits: gpu}, nil), false},
+		{"claims and an init container's GPU", pod(claims, corev1.ResourceRequirements{Limits: gpu}, corev1.ResourceRequirements{}, nil), false},
+		{"claims and a pod-level GPU request", pod(claims, corev1.ResourceRequirements{}, corev1.ResourceRequirements{}, &corev1.ResourceRequirements{Requests: gpu}), false},
+		{"claims and a replica of a shared GPU", pod(claims, corev1.ResourceRequirements{},
+			corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu.shared": resource.MustParse("1")}}, nil), false},
+		{"claims and a KubeVirt passthrough name", pod(claims, corev1.ResourceRequirements{},
+			corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/GH100_H100_SXM5_80GB": resource.MustParse("1")}}, nil), false},
+	} {
+		if got := ByClaim(tc.pod); got != tc.want {
+			t.Errorf("%s: ByClaim = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -11,7 +11,8 @@ import (
 // why the evidence does not account for them, or returns "". Evidence
 // that lists no device, or fewer than the node hands out, says nothing
 // about the GPUs a pod may get; and a policy's GPU rules cannot pass on
-// evidence that lists no device at all.
+// evidence that lists no device at all, unless the pod takes its GPUs only
+// through DRA claims, whose devices are judged where they are allocated.
 //
 // An allocatable of 0 is not held against devices that the evidence lists:
 // a node whose device plugin has not registered yet hands out no GPU while
@@ -33,7 +34,7 @@ func (in *input) gpuGap(allocatable, shared *int64, devices []v1alpha1.GPUDevice
 	case len(devices) == 0 && offered > 0:
 		return "the node offers " + strconv.FormatInt(offered, 10) +
 			" GPU(s) to pods (allocatableGPUs) but the evidence lists no GPU device"
-	case len(devices) == 0 && in.gpuRules:
+	case len(devices) == 0 && in.gpuRules && !in.devicesByClaim:
 		return "policy " + in.policyQ + " " + gpuRulesOf(in.sharing, in.cc) + ", but the evidence lists no GPU device to judge"
 	case offered > 0 && !countsAgree(offered, devices):
 		return countGap(offered, devices)

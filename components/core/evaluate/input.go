@@ -33,13 +33,15 @@ type input struct {
 	// gpuRules is true when the policy has rules about GPUs: sharing
 	// modes or a GPU CC mode.
 	gpuRules bool
+	// devicesByClaim is the request's DevicesByClaim.
+	devicesByClaim bool
 
 	// memo, when set, remembers messages; see withMemo.
 	memo *memo
 }
 
 func newInput(req *wire.EvaluateRequest, profile guard.Profile, now time.Time, skew time.Duration) *input {
-	in := &input{tenant: req.Tenant, policy: req.Policy, profile: profile, now: now, skew: skew}
+	in := &input{tenant: req.Tenant, policy: req.Policy, profile: profile, now: now, skew: skew, devicesByClaim: req.DevicesByClaim}
 	if in.tenant != nil {
 		in.pool = in.tenant.PoolName()
 		in.tenantQ, in.poolQ = quote(in.tenant.ID), quote(in.pool)

@@ -36,6 +36,9 @@ func (in *input) judge(n *wire.Node, pod *wire.Verdict) (wire.Verdict, bool) {
 	if s == nil {
 		return in.verdict([]finding{{guard.ReasonEvidenceMissing, "the node has no NodeSecurityState"}}, ""), true
 	}
+	if in.devicesByClaim {
+		s = withoutDRADevices(s)
+	}
 	if findings := in.admissible(n, s); len(findings) > 0 {
 		return in.verdict(findings, ""), true
 	}
@@ -49,6 +52,29 @@ func (in *input) judge(n *wire.Node, pod *wire.Verdict) (wire.Verdict, bool) {
 			"mock evidence accepted by the lab profile: this proves integration, not isolation"})
 	}
 	return in.verdict(findings, in.allowMessage(s)), true
+}
+
+// withoutDRADevices is the evidence without the devices it names for DRA,
+// which a pod that takes GPUs only through claims is judged on one by one
+// where they are allocated; s itself when it names none.
+func withoutDRADevices(s *v1alpha1.NodeSecurityStateSpec) *v1alpha1.NodeSecurityStateSpec {
+	kept := 0
+	for i := range s.Devices {
+		if s.Devices[i].DRA == nil {
+			kept++
+		}
+	}
+	if kept == len(s.Devices) {
+		return s
+	}
+	out := *s
+	out.Devices = make([]v1alpha1.GPUDevice, 0, kept)
+	for i := range s.Devices {
+		if s.Devices[i].DRA == nil {
+			out.Devices = append(out.Devices, s.Devices[i])
+		}
+	}
+	return &out
 }
 
 // placement is stage 2. It returns a finding and true when the node's pool

@@ -35,6 +35,12 @@ type EvaluateRequest struct {
 	// Nodes are the candidate nodes; each name at most once. Empty asks
 	// only for the pod's node-independent verdict.
 	Nodes []Node `json:"nodes"`
+	// DevicesByClaim says that the pod takes GPUs only through DRA claims
+	// (it requests no GPU resource), whose devices are judged one by one
+	// where they are allocated: the node's own judgement then leaves out
+	// the devices its evidence names for DRA (devices[].dra), and the
+	// policy's GPU rules need no device to judge on the node.
+	DevicesByClaim bool `json:"devicesByClaim,omitempty"`
 }
 
 // Pod identifies a pod.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/devices"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
@@ -108,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	req2 := &wire.EvaluateRequest{Profile: r.Profile, Pod: wire.Pod{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
-		Tenant: id.tenant, Policy: id.policy, Nodes: []wire.Node{node}}
+		Tenant: id.tenant, Policy: id.policy, Nodes: []wire.Node{node}, DevicesByClaim: devices.ByClaim(pod)}
 	start := r.now()
 	res, err := r.Evaluator.Evaluate(ctx, req2)
 	if err != nil {

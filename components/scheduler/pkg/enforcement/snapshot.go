@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/core/devices"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
@@ -126,5 +127,7 @@ func (pl *Enforcement) request(pod *corev1.Pod, id *identity, nodes []wire.Node)
 		Tenant:  id.tenant,
 		Policy:  id.policy,
 		Nodes:   nodes,
+		// The devices of its claims are judged at Bind, one by one.
+		DevicesByClaim: devices.ByClaim(pod),
 	}
 }

@@ -1180,3 +1180,41 @@ func TestPodClaimsNeedDeviceEnforcement(t *testing.T) {
 	}).obj()
 	wantCodes(t, post(t, off.PodsHandler(), request(t, "pods", "", admissionv1.Create, plainNS, "alice", plain, nil)))
 }
+
+// G-DEVICE-ALLOCATION a pod that takes GPUs only through claims is bound
+// to a node whose DRA devices are in several modes: each device it is
+// given is judged where it is allocated, so the node is judged without
+// them. A pod that also asks for a GPU resource, or has no claims, is
+// judged on every device of the node, and the binding refused MIXED_POOL.
+func TestBindingOfAPodOfClaims(t *testing.T) {
+	c, d := draWorld()
+	v, err := New(Config{PoolLabel: pool, Cluster: c, Devices: d, Evaluator: localEvaluator(t), Profile: guard.ProfileProduction, Binders: []string{volcano}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind := func() *admissionv1.AdmissionResponse {
+		return post(t, v.BindingsHandler(), request(t, "pods", "binding", admissionv1.Create, tenantNS, volcano, binding(tenantNS, poolNode), nil))
+	}
+	name := "gpu"
+	claims := func(s *corev1.PodSpec) {
+		s.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
+	}
+	gpuResource := func(s *corev1.PodSpec) {
+		s.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	}
+	// Every device of the node is a DRA device, the time-sliced one too.
+	for i := range c.states[poolNode].Devices {
+		if d := &c.states[poolNode].Devices[i]; d.DRA == nil {
+			d.DRA = &v1alpha1.DRADeviceRef{Driver: draDriver, Pool: poolNode, Device: "gpu-ts"}
+		}
+	}
+	if c.pods == nil {
+		c.pods = map[string]*corev1.Pod{}
+	}
+	c.pods[tenantNS+"/p"] = makePod(tenantNS).mod(claims).obj()
+	wantCodes(t, bind())
+	c.pods[tenantNS+"/p"] = makePod(tenantNS).mod(claims).mod(gpuResource).obj()
+	wantCodes(t, bind(), guard.ReasonMixedPool)
+	c.pods[tenantNS+"/p"] = makePod(tenantNS).obj()
+	wantCodes(t, bind(), guard.ReasonMixedPool)
+}

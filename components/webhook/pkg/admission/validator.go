@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/devices"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
@@ -156,7 +158,7 @@ func (v *Validator) validatePod(ctx context.Context, req *admissionv1.AdmissionR
 			return deny(subject, violation{RuleMirrorPod, guard.ReasonNodeUnknown, "spec.nodeName",
 				fmt.Sprintf("mirror pod on node %q, which is not known", pod.Spec.NodeName)})
 		}
-		return v.judgeOnNode(subject, ns, pod.Name, node, id, RuleMirrorPod)
+		return v.judgeOnNode(ctx, subject, ns, pod.Name, pod, node, id, RuleMirrorPod)
 	}
 	if v.trustedPod(ns, pod, req.UserInfo.Username) {
 		return outcome{}
@@ -319,25 +321,43 @@ func (v *Validator) judgeBinding(ctx context.Context, subject, ns, name string, 
 	if vs := v.claimsOnOtherNodes(ns, name, node); len(vs) > 0 {
 		return deny(subject, vs...)
 	}
-	return v.judgeOnNode(subject, ns, name, node, id, RuleBinding)
+	return v.judgeOnNode(ctx, subject, ns, name, nil, node, id, RuleBinding)
 }
 
 // judgeOnNode asks the evaluator whether a protected pod of a resolved
 // tenant may run on one node, on the node's current evidence. Only an
 // explicit allow admits.
-func (v *Validator) judgeOnNode(subject, ns, name string, node *corev1.Node, id Identity, rule string) outcome {
+//
+// A pod that takes GPUs only through DRA claims is judged without the
+// devices the evidence names for DRA (devices.ByClaim): the webhook judges
+// each of those where it is allocated. pod is nil when the caller has not
+// read it; it is read only when that could change the answer, a refusal on
+// a node whose evidence names DRA devices, and a pod that cannot be read
+// keeps the refusal.
+func (v *Validator) judgeOnNode(ctx context.Context, subject, ns, name string, pod *corev1.Pod, node *corev1.Node, id Identity, rule string) outcome {
 	candidate := wire.NodeOf(node, node.Labels[v.cfg.PoolLabel])
 	if st, ok := v.cfg.Cluster.State(node.Name); ok {
 		candidate.State = st
 	}
-	res := v.cfg.Evaluator.Evaluate(&wire.EvaluateRequest{
+	req := &wire.EvaluateRequest{
 		Profile: v.cfg.Profile,
 		Pod:     wire.Pod{Namespace: ns, Name: name},
 		Tenant:  id.Tenant,
 		Policy:  id.Policy,
 		Nodes:   []wire.Node{candidate},
-	})
+	}
+	if pod != nil {
+		req.DevicesByClaim = devices.ByClaim(pod)
+	}
+	res := v.cfg.Evaluator.Evaluate(req)
 	v.cfg.Metrics.bindEvaluation()
+	if len(res.Results) == 1 && res.Results[0].Decision != guard.DecisionAllow && pod == nil && namesDRADevices(candidate.State) {
+		if p, err := v.cfg.Cluster.Pod(ctx, ns, name); err == nil && devices.ByClaim(p) {
+			req.DevicesByClaim = true
+			res = v.cfg.Evaluator.Evaluate(req)
+			v.cfg.Metrics.bindEvaluation()
+		}
+	}
 	if len(res.Results) != 1 {
 		return deny(subject, violation{rule, guard.ReasonEvaluatorError, "",
 			fmt.Sprintf("the evaluator gave %d results for one node (fail closed)", len(res.Results))})
@@ -359,6 +379,19 @@ func (v *Validator) judgeOnNode(subject, ns, name string, node *corev1.Node, id 
 		vs = append(vs, violation{rule, reason, "target.name", detail})
 	}
 	return deny(subject, vs...)
+}
+
+// namesDRADevices reports whether evidence names a device for DRA.
+func namesDRADevices(s *v1alpha1.NodeSecurityStateSpec) bool {
+	if s == nil {
+		return false
+	}
+	for i := range s.Devices {
+		if s.Devices[i].DRA != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func reasonsOf(vs []violation) []string {
