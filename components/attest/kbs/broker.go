@@ -20,7 +20,6 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/resolve"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
-	"github.com/xila-guard/xila-guard/components/core/devices"
 	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
@@ -305,9 +304,12 @@ func (b *Broker) judge(ctx context.Context, sess *session, who *identity, peer s
 	}
 	candidate := wire.NodeOf(node, node.Labels[guard.LabelTenantPool])
 	candidate.State = &nss.Spec
+	// Keys are released on the node's whole evidence, its DRA devices
+	// included, also to a pod that takes GPUs only through claims: the
+	// broker does not judge the devices a pod's claims hold.
 	req := &wire.EvaluateRequest{Pod: wire.Pod{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Tenant: wire.TenantOf(id.Tenant), Policy: wire.PolicyOf(id.Policy),
-		Nodes: []wire.Node{candidate}, DevicesByClaim: devices.ByClaim(pod)}
+		Nodes: []wire.Node{candidate}}
 	ev := b.opts.Evaluator.Evaluate(req)
 	switch {
 	case ev.Pod.Decision != guard.DecisionAllow:
