@@ -31,15 +31,20 @@ import (
 // scheduler's DynamicResources plugin allocates, the webhook judges each
 // allocation it writes, and the driver's kubelet plugin prepares what is
 // admitted before the pod's container starts. The pods require the
-// compliant worker: nothing here tells the allocator which devices the
-// policy allows (that is what the observe controller's device taints do,
-// TestObserve), so on the time-sliced worker every allocation would be
-// refused and the pod tried again elsewhere. The tenant's policy lists
+// compliant worker and their claims a GPU by index: nothing here tells the
+// allocator which devices the policy allows (that is what the observe
+// controller's device taints do, TestObserve), so it would keep choosing a
+// device whose allocation is refused. The tenant's policy lists
 // the driver's DeviceClass while the steps run.
 func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 	const (
-		partitioned = "gpu-partitioned" // the claim passes the driver space partitioning
-		bare        = "gpu-bare"        // no configuration: the driver time-slices
+		// The claims pass the driver space partitioning, and ask for the
+		// GPU of index 0 (exclusive on the compliant worker) or 1
+		// (time-sliced there); bare passes no configuration, which the
+		// driver time-slices.
+		exclusive = "gpu-0-partitioned"
+		sliced    = "gpu-1-partitioned"
+		bare      = "gpu-0-bare"
 	)
 	return f.
 		Assess("real DRA driver: installed from its chart, its kubelet plugin on the pool nodes publishes each worker's GPUs", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -62,8 +67,9 @@ func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 			tenant := tenantClient(t, l)
 			ns := l.Tenant.Name
 			for name, claim := range map[string]*fixture.ResourceClaimWrapper{
-				partitioned: fixture.MakeResourceClaim("", ns).Request("gpu", lab.DRADriver, 1).Config(lab.DRADriver, fixture.ExampleSpacePartitioning),
-				bare:        fixture.MakeResourceClaim("", ns).Request("gpu", lab.DRADriver, 1),
+				exclusive: indexed(fixture.MakeResourceClaim("", ns).Request("gpu", lab.DRADriver, 1).Config(lab.DRADriver, fixture.ExampleSpacePartitioning), 0),
+				sliced:    indexed(fixture.MakeResourceClaim("", ns).Request("gpu", lab.DRADriver, 1).Config(lab.DRADriver, fixture.ExampleSpacePartitioning), 1),
+				bare:      indexed(fixture.MakeResourceClaim("", ns).Request("gpu", lab.DRADriver, 1), 0),
 			} {
 				tpl := fixture.MakeResourceClaimTemplate(name, ns, claim.Obj()).Obj()
 				if _, err := tenant.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, tpl, metav1.CreateOptions{}); err != nil {
@@ -75,7 +81,7 @@ func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 		Assess("G-DEVICE-ALLOCATION real DRA driver: the tenant's claim is allocated the exclusive GPU of a worker that also holds a time-sliced one, the allocation admitted and the GPU prepared", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			ns, worker := l.Tenant.Name, l.Tenant.Workers[lab.CompliantWorker]
-			if _, err := tenantClient(t, l).CoreV1().Pods(ns).Create(ctx, l.Pod("dra-first", lab.WithClaimFromTemplate(partitioned), lab.PinnedTo(worker)), metav1.CreateOptions{}); err != nil {
+			if _, err := tenantClient(t, l).CoreV1().Pods(ns).Create(ctx, l.Pod("dra-first", lab.WithClaimFromTemplate(exclusive), lab.PinnedTo(worker)), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			// Running means the kubelet had the driver prepare the claim's
@@ -133,10 +139,10 @@ func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 			}
 			return ctx
 		}).
-		Assess("G-DEVICE-ALLOCATION real DRA driver: a second claim is given the worker's time-sliced GPU next: the allocation is refused and the pod stays Pending", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("G-DEVICE-ALLOCATION real DRA driver: a second claim asks for the worker's time-sliced GPU: the allocation is refused and the pod stays Pending", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			l := labFrom(ctx, t)
 			ns, worker := l.Tenant.Name, l.Tenant.Workers[lab.CompliantWorker]
-			if _, err := tenantClient(t, l).CoreV1().Pods(ns).Create(ctx, l.Pod("dra-second", lab.WithClaimFromTemplate(partitioned), lab.PinnedTo(worker)), metav1.CreateOptions{}); err != nil {
+			if _, err := tenantClient(t, l).CoreV1().Pods(ns).Create(ctx, l.Pod("dra-second", lab.WithClaimFromTemplate(sliced), lab.PinnedTo(worker)), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			waitDeviceRefused(ctx, t, l, "dra-second", guard.ReasonTimeSlicingForbidden, "gpu-1")
@@ -207,6 +213,16 @@ func tearDownDRA(ctx context.Context, t *testing.T, l *lab.Lab) {
 	if err := l.Tenant.RestoreEvidence(ctx); err != nil {
 		t.Errorf("restoring the mock evidence: %v", err)
 	}
+}
+
+// indexed makes the claim's request ask for the driver's GPU of index i:
+// the example driver publishes its devices in no fixed order, and nothing
+// else tells kube-scheduler's allocator which of them the policy allows.
+func indexed(c *fixture.ResourceClaimWrapper, i int) *fixture.ResourceClaimWrapper {
+	r := c.Spec.Devices.Requests[0].Exactly
+	r.Selectors = append(r.Selectors, resourcev1.DeviceSelector{CEL: &resourcev1.CELDeviceSelector{
+		Expression: fmt.Sprintf(`device.attributes[%q].index == %d`, lab.DRADriver, i)}})
+	return c
 }
 
 // waitDeviceRefused waits until the tenant's pod is reported unschedulable
