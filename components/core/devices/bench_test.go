@@ -5,13 +5,11 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
-	"github.com/xila-guard/xila-guard/components/core/evaluate"
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
@@ -23,17 +21,8 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkJudge -count 5 ./components/core/devices
 func BenchmarkJudge(b *testing.B) {
-	ev, err := evaluate.New(evaluate.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	policy := &wire.Policy{Name: "p", Spec: v1alpha1.PlacementPolicySpec{
-		Evidence:   v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}},
-		GPUSharing: &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}},
-		Devices:    &v1alpha1.DevicePolicy{DeviceClasses: []string{"gpu.nvidia.com"}},
-	}}
+	ev, policy, node := judgeWorld(b, "gpu.nvidia.com")
 	tenant := &wire.Tenant{ID: "acme"}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "uid-n1", Labels: map[string]string{guard.LabelTenantPool: "acme"}}}
 	for _, n := range []int{1, 8, 64} {
 		state := &v1alpha1.NodeSecurityStateSpec{NodeUID: "uid-n1", Incarnation: "i1", ObservedAt: metav1.NewTime(time.Now()),
 			Source: v1alpha1.SourceAttested, Complete: true}

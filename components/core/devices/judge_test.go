@@ -15,22 +15,30 @@ import (
 	"github.com/xila-guard/xila-guard/components/core/wire"
 )
 
+// judgeWorld is an evaluator, acme's policy (attested evidence, no
+// time-slicing, the DeviceClass class) and node n1 of acme's pool.
+func judgeWorld(tb testing.TB, class string) (*evaluate.Evaluator, *wire.Policy, *corev1.Node) {
+	tb.Helper()
+	ev, err := evaluate.New(evaluate.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	policy := &wire.Policy{Name: "p", Spec: v1alpha1.PlacementPolicySpec{
+		Evidence:   v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}},
+		GPUSharing: &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}},
+		Devices:    &v1alpha1.DevicePolicy{DeviceClasses: []string{class}},
+	}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "uid-n1", Labels: map[string]string{guard.LabelTenantPool: "acme"}}}
+	return ev, policy, node
+}
+
 // The example driver time-slices a device whose claim passes it no
 // configuration, so that device is judged time-sliced: a policy that
 // forbids time-slicing refuses it, and allows it only with a
 // configuration that shares it in a mode the policy allows. No
 // configuration takes away the sharing the evidence reports.
 func TestJudgeSharingModes(t *testing.T) {
-	ev, err := evaluate.New(evaluate.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := &wire.Policy{Name: "p", Spec: v1alpha1.PlacementPolicySpec{
-		Evidence:   v1alpha1.EvidencePolicy{AcceptedSources: []v1alpha1.EvidenceSource{v1alpha1.SourceAttested}},
-		GPUSharing: &v1alpha1.GPUSharingPolicy{ForbiddenModes: []v1alpha1.GPUSharingMode{v1alpha1.SharingTimeSlicing}},
-		Devices:    &v1alpha1.DevicePolicy{DeviceClasses: []string{"gpu.example.com"}},
-	}}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "uid-n1", Labels: map[string]string{guard.LabelTenantPool: "acme"}}}
+	ev, policy, node := judgeWorld(t, "gpu.example.com")
 	state := &v1alpha1.NodeSecurityStateSpec{NodeUID: "uid-n1", Incarnation: "i1", ObservedAt: metav1.NewTime(time.Now()),
 		Source: v1alpha1.SourceAttested, Complete: true, Devices: []v1alpha1.GPUDevice{{
 			ID: "gpu-1234", Vendor: "example", Model: "LATEST-GPU-MODEL", SharingMode: v1alpha1.SharingExclusive,

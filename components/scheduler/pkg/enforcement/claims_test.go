@@ -146,6 +146,13 @@ func claimGets(h *harness) int {
 	return n
 }
 
+// slicedSecondGPU adds a1's gpu-1 to its evidence, time-sliced.
+func slicedSecondGPU(w *world) {
+	sliced := draEvidence("a1", "gpu-1")
+	sliced.SharingMode = v1alpha1.SharingTimeSlicing
+	w.states[0].Spec.Devices = append(w.states[0].Spec.Devices, sliced)
+}
+
 // TestBindJudgesClaimedDevices: at Bind, every device allocated to a
 // protected pod's claims, named by the pod or made from its templates, is
 // judged on the node's fresh evidence and the tenant's policy: the
@@ -191,22 +198,14 @@ func TestBindJudgesClaimedDevices(t *testing.T) {
 		},
 		judged: []string{draUUID("a1", "gpu-0"), draUUID("a1", "gpu-1")},
 	}, {
-		name: "the exclusive device of a node whose other DRA device is time-sliced: bound, the node judged without its DRA devices",
-		world: func(w *world) {
-			sliced := draEvidence("a1", "gpu-1")
-			sliced.SharingMode = v1alpha1.SharingTimeSlicing
-			w.states[0].Spec.Devices = append(w.states[0].Spec.Devices, sliced)
-		},
+		name:   "the exclusive device of a node whose other DRA device is time-sliced: bound, the node judged without its DRA devices",
+		world:  slicedSecondGPU,
 		pod:    []func(*corev1.Pod){namedClaim("gpu", "train-gpu")},
 		claims: []*resourcev1.ResourceClaim{draClaim("train-gpu", "a1", "gpu-0").Obj()},
 		judged: []string{draUUID("a1", "gpu-0")},
 	}, {
-		name: "the time-sliced DRA device of that node: refused",
-		world: func(w *world) {
-			sliced := draEvidence("a1", "gpu-1")
-			sliced.SharingMode = v1alpha1.SharingTimeSlicing
-			w.states[0].Spec.Devices = append(w.states[0].Spec.Devices, sliced)
-		},
+		name:   "the time-sliced DRA device of that node: refused",
+		world:  slicedSecondGPU,
 		pod:    []func(*corev1.Pod){namedClaim("gpu", "train-gpu")},
 		claims: []*resourcev1.ResourceClaim{draClaim("train-gpu", "a1", "gpu-1").Obj()},
 		bind:   want{never, "TIME_SLICING_FORBIDDEN: device gpu.example.com/a1/gpu-1"},
