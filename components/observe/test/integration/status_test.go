@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -223,12 +224,61 @@ func TestIntegrationStatus(t *testing.T) {
 	}
 	t.Run("an evaluator that cannot answer is reported indeterminate, and recovers", func(t *testing.T) {
 		confirm(t, "st-a")
+		eventually(t, 10*time.Second, wantEvaluation("st-a", guard.DecisionAllow, ""))
+		// The evaluator is down only until it has refused once: the
+		// controller's backoff then stays short, far within the evidence's
+		// maximum age, however slow the machine. The indeterminate status
+		// lasts as long as that backoff, so it is read from a watch.
+		before, err := getState("st-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := watcher.Watch(ctx, &v1alpha1.NodeSecurityStateList{}, &client.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", "st-a"),
+			Raw:           &metav1.ListOptions{ResourceVersion: before.ResourceVersion},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		refused := ev.refused.Load()
 		ev.down.Store(true)
 		touch(t, "down")
-		eventually(t, 10*time.Second, wantEvaluation("st-a", guard.DecisionIndeterminate, guard.ReasonEvaluatorError))
+		eventually(t, 10*time.Second, func() error {
+			if ev.refused.Load() == refused {
+				return fmt.Errorf("the evaluator was not asked")
+			}
+			return nil
+		})
 		ev.down.Store(false)
 		// No change: the controller asks again by itself.
-		eventually(t, 20*time.Second, wantEvaluation("st-a", guard.DecisionAllow, ""))
+		var seen []string
+		want := []guard.Decision{guard.DecisionIndeterminate, guard.DecisionAllow}
+		timeout := time.After(20 * time.Second)
+		for len(want) > 0 {
+			select {
+			case e, ok := <-w.ResultChan():
+				if !ok {
+					t.Fatalf("watch closed; evaluations seen %v", seen)
+				}
+				s, ok := e.Object.(*v1alpha1.NodeSecurityState)
+				if !ok || s.Status.Evaluation == nil {
+					continue
+				}
+				ev := s.Status.Evaluation
+				seen = append(seen, fmt.Sprintf("%s%v", ev.Decision, ev.Reasons))
+				if ev.Decision == want[0] && (ev.Decision != guard.DecisionIndeterminate || slices.Contains(ev.Reasons, guard.ReasonEvaluatorError)) {
+					want = want[1:]
+				}
+			case <-timeout:
+				t.Fatalf("after 20s: evaluations seen %v, still waiting for %v", seen, want)
+			}
+		}
+		eventually(t, 5*time.Second, wantEvaluation("st-a", guard.DecisionAllow, ""))
 	})
 
 	t.Run("stale evidence turns Ready false at maxAge, with the evaluation", func(t *testing.T) {
