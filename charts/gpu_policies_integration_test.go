@@ -253,8 +253,8 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 		}
 	}
 	names := applyGPUPolicies(t)
-	if len(names) != 8 {
-		t.Fatalf("the chart rendered the GPU policies %v, want 8", names)
+	if len(names) != 9 {
+		t.Fatalf("the chart rendered the GPU policies %v, want 9", names)
 	}
 
 	protectedClass := class("h100", classSpecOld, []any{classFinalizer}, false)
@@ -296,6 +296,14 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 		{name: "G-GPU-PODS virt-handler's pod", who: virtHandler, gvr: gvrPod, ns: gpuTenantNS, obj: pod("p", vmiOwner, []any{container(gpuLimits)}, nil), want: "GPU_RESOURCE_FORBIDDEN"},
 		{name: "G-GPU-PODS KubeVirt's controller without a VMI owner", who: kubevirtCtrl, gvr: gvrPod, ns: gpuTenantNS, obj: pod("p", nil, []any{container(gpuLimits)}, nil), want: "GPU_RESOURCE_FORBIDDEN"},
 		{name: "G-GPU-PODS a tenant pod without GPUs", who: tenantAlice, gvr: gvrPod, ns: gpuTenantNS, obj: pod("p", nil, []any{container(plainLimits)}, nil)},
+		{name: "G-GPU-PODS a tenant's pod that consumes claims under a VMI's control", who: tenantAlice, gvr: gvrPod, ns: gpuTenantNS,
+			obj: consuming(pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(nil)}, nil)), want: "GPU_RESOURCE_FORBIDDEN"},
+		{name: "G-GPU-PODS KubeVirt's controller creates a launcher pod that consumes claims", who: kubevirtCtrl, gvr: gvrPod, ns: gpuTenantNS,
+			obj: consuming(pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(nil)}, nil))},
+		{name: "G-GPU-PODS a tenant puts its pod that consumes claims under a VMI's control", who: tenantAlice, gvr: gvrPod, ns: gpuTenantNS,
+			before: consuming(pod("claims-pod", nil, []any{container(nil)}, nil)), obj: consuming(pod("claims-pod", vmiOwner, []any{container(nil)}, nil)), want: "GPU_RESOURCE_FORBIDDEN"},
+		{name: "G-GPU-PODS a tenant relabels its pod that consumes claims", who: tenantAlice, gvr: gvrPod, ns: gpuTenantNS,
+			before: consuming(pod("claims-pod", nil, []any{container(nil)}, nil)), obj: consuming(with(pod("claims-pod", nil, []any{container(nil)}, nil), "metadata", meta("claims-pod", map[string]any{"team": "ml"})))},
 
 		// 3. The reserved usage-label key.
 		{name: "G-GPU-USAGE-LABEL tenant labels a ConfigMap as a usage record", who: tenantAlice, gvr: gvrCM, ns: gpuTenantNS, obj: configMap(map[string]any{usageLabel: "acme.h100-a"}), want: "USAGE_LABEL_RESERVED"},

@@ -122,6 +122,21 @@ func pod(name string, owner map[string]any, containers []any, init []any) map[st
 	return kobj("v1", "Pod", m, spec)
 }
 
+// consuming is the pod with a ResourceClaim of a template in its spec.
+func consuming(p map[string]any) map[string]any {
+	out := with(p, "spec", with(p["spec"].(map[string]any), "resourceClaims", []any{map[string]any{"name": "gpu", "resourceClaimTemplateName": "vm-gpu"}}))
+	return out
+}
+
+// owned is the pod with owner as its only owner reference.
+func owned(p map[string]any, owner map[string]any) map[string]any {
+	m := with(p["metadata"].(map[string]any), "ownerReferences", []any{owner})
+	if owner == nil {
+		delete(m, "ownerReferences")
+	}
+	return with(p, "metadata", m)
+}
+
 func container(resources map[string]any) map[string]any {
 	return map[string]any{"name": "c", "image": "registry.example/c@sha256:" + strings.Repeat("a", 64), "resources": resources}
 }
@@ -246,6 +261,18 @@ var gpuPolicyCases = []struct {
 	{"xila-guard-gpu-pods", "a resource no class sells", request{op: admission.Create, gvr: gvrPod, object: pod("p", nil, []any{container(plainLimits)}, nil), params: settings, user: gpuTenant}, ""},
 	{"xila-guard-gpu-pods", "no class at all", request{op: admission.Create, gvr: gvrPod, object: pod("p", nil, []any{container(gpuLimits)}, nil), params: settingsCM(""), user: gpuTenant}, ""},
 
+	// 2b. Pods that consume claims under a VMI's control are KubeVirt's.
+	{"xila-guard-gpu-pods", "a tenant's pod that consumes claims under a VMI's control", request{op: admission.Create, gvr: gvrPod, object: consuming(pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(nil)}, nil)), params: settings, user: gpuTenant, groups: tenantGroup}, "GPU_RESOURCE_FORBIDDEN"},
+	{"xila-guard-gpu-pods", "KubeVirt's controller, a launcher pod that consumes claims", request{op: admission.Create, gvr: gvrPod, object: consuming(pod("virt-launcher-vm1-abcde", vmiOwner, []any{container(nil)}, nil)), params: settings, user: kubevirtController}, ""},
+	{"xila-guard-gpu-pods", "a tenant's pod that consumes claims under no VMI", request{op: admission.Create, gvr: gvrPod, object: consuming(pod("p", nil, []any{container(nil)}, nil)), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-pods", "a tenant's pod under a VMI's control that consumes no claim", request{op: admission.Create, gvr: gvrPod, object: pod("p", vmiOwner, []any{container(nil)}, nil), params: settings, user: gpuTenant}, ""},
+	{"xila-guard-gpu-pod-owners", "a tenant puts its pod that consumes claims under a VMI's control", request{op: admission.Update, gvr: gvrPod, old: consuming(pod("p", nil, []any{container(nil)}, nil)), object: consuming(pod("p", vmiOwner, []any{container(nil)}, nil)), user: gpuTenant, groups: tenantGroup}, "GPU_RESOURCE_FORBIDDEN"},
+	{"xila-guard-gpu-pod-owners", "KubeVirt's controller may not either", request{op: admission.Update, gvr: gvrPod, old: consuming(pod("p", nil, []any{container(nil)}, nil)), object: consuming(pod("p", vmiOwner, []any{container(nil)}, nil)), user: kubevirtController}, "GPU_RESOURCE_FORBIDDEN"},
+	{"xila-guard-gpu-pod-owners", "another VMI takes over a launcher pod", request{op: admission.Update, gvr: gvrPod, old: consuming(pod("p", vmiOwner, []any{container(nil)}, nil)), object: consuming(owned(pod("p", nil, []any{container(nil)}, nil), with(vmiOwner, "uid", "u2"))), user: gpuTenant}, "GPU_RESOURCE_FORBIDDEN"},
+	{"xila-guard-gpu-pod-owners", "a launcher pod updated under the same VMI", request{op: admission.Update, gvr: gvrPod, old: consuming(pod("p", vmiOwner, []any{container(nil)}, nil)), object: consuming(owned(pod("p", map[string]any{}, []any{container(nil)}, nil), vmiOwner)), user: gpuTenant}, ""},
+	{"xila-guard-gpu-pod-owners", "the garbage collector removes the owner", request{op: admission.Update, gvr: gvrPod, old: consuming(pod("p", vmiOwner, []any{container(nil)}, nil)), object: consuming(pod("p", nil, []any{container(nil)}, nil)), user: "system:serviceaccount:kube-system:generic-garbage-collector"}, ""},
+	{"xila-guard-gpu-pod-owners", "a pod that consumes no claim gains a VMI owner", request{op: admission.Update, gvr: gvrPod, old: pod("p", nil, []any{container(nil)}, nil), object: pod("p", vmiOwner, []any{container(nil)}, nil), user: gpuTenant}, ""},
+
 	// 4. A device's finalizer and template-device label are the platform's.
 	{"xila-guard-gpu-device-guard", "a tenant orders a device", request{op: admission.Create, gvr: gvrDevice, object: device("h100-a", nil), user: gpuTenant, groups: tenantGroup}, ""},
 	{"xila-guard-gpu-device-guard", "a tenant orders one with the finalizer", request{op: admission.Create, gvr: gvrDevice, object: device("h100-a", nil, deviceFinalizer), user: gpuTenant}, "DEVICE_FIELD_PLATFORM_ONLY"},
@@ -282,6 +309,7 @@ var gpuPolicyGuarantees = map[string]string{
 	"xila-guard-gpu-instancetype-devices": "G-GPU-VM-DEVICES",
 	"xila-guard-gpu-device-holder":        "G-GPU-VM-DEVICES",
 	"xila-guard-gpu-pods":                 "G-GPU-PODS",
+	"xila-guard-gpu-pod-owners":           "G-GPU-PODS",
 	"xila-guard-gpu-usage-label":          "G-GPU-USAGE-LABEL",
 	"xila-guard-gpu-device-guard":         "G-GPU-DEVICE-FIELDS",
 	"xila-guard-gpu-class-offer":          "G-GPU-CLASS-OFFER",
@@ -394,8 +422,8 @@ func TestAdmissionPoliciesTypeCheck(t *testing.T) {
 			}
 		}
 	}
-	if n != 17 {
-		t.Errorf("rendered %d admission policies, want the 9 trust policies and the 8 GPU device policies", n)
+	if n != 18 {
+		t.Errorf("rendered %d admission policies, want the 9 trust policies and the 9 GPU device policies", n)
 	}
 }
 
@@ -430,6 +458,49 @@ func BenchmarkGPUDevicePolicyCost(b *testing.B) {
 			}
 			b.ReportMetric(float64(most), "cost/max")
 			b.ReportMetric(100*float64(most)/float64(celconfig.RuntimeCELCostBudget), "%budget")
+		})
+	}
+}
+
+// TestWebhookReadsGPUSettings: with device enforcement and GPUs for VMs
+// both on, the webhook is told where the GPU controller's settings are and
+// may read that one ConfigMap; with either off it is told nothing.
+func TestWebhookReadsGPUSettings(t *testing.T) {
+	ch := loadChart(t)
+	for _, tc := range []struct {
+		name          string
+		devices, gpus bool
+	}{{"both", true, true}, {"devices only", true, false}, {"GPUs for VMs only", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			vals := withTestCA(t, readValues(t, "enforcement-integrations"))
+			vals["webhook"].(map[string]any)["devices"] = tc.devices
+			vals["gpuDevicePolicies"] = map[string]any{"enabled": tc.gpus}
+			objs := objects(t, mustRender(t, ch, vals).Manifest)
+			ns, ok := flagValue(webhookArgs(t, objs), "gpu-settings-namespace")
+			var role *object
+			for i := range objs {
+				if objs[i].Kind == "Role" && objs[i].name() == "xila-guard-webhook-gpu-settings" {
+					role = &objs[i]
+				}
+			}
+			if want := tc.devices && tc.gpus; ok != want || (role != nil) != want {
+				t.Fatalf("--gpu-settings-namespace %q (%t) and its Role %v, want both %t", ns, ok, role, want)
+			}
+			if !ok {
+				return
+			}
+			if ns != releaseNS {
+				t.Errorf("--gpu-settings-namespace=%s, want the release namespace %s", ns, releaseNS)
+			}
+			rules := toYAML(t, field(role.raw, "rules"))
+			if want := toYAML(t, []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps"},
+				"resourceNames": []any{"xila-guard-gpu-settings"}, "verbs": []any{"get", "list", "watch"}}}); rules != want {
+				t.Errorf("Role rules:\n%s\nwant:\n%s", rules, want)
+			}
+			b := find(t, objs, "RoleBinding", "xila-guard-webhook-gpu-settings")
+			if sa := field(b.raw, "subjects", 0, "name"); sa != "xila-guard-webhook" {
+				t.Errorf("RoleBinding subject %v, want the webhook's service account", sa)
+			}
 		})
 	}
 }

@@ -172,6 +172,43 @@ func ResourceNames(classes []gpuv1alpha1.GPUClass) string {
 	return strings.Join(slices.Compact(names), ",")
 }
 
+// DeviceClasses is the settings ConfigMap's deviceClasses: the
+// resourceName (a DeviceClass) of every class whose devices come from
+// dynamic resource allocation, sorted, distinct, comma-separated.
+func DeviceClasses(classes []gpuv1alpha1.GPUClass) string {
+	var names []string
+	for i := range classes {
+		if classes[i].Spec.SourceKind == gpuv1alpha1.GPUSourceResourceClaim && classes[i].Spec.ResourceName != "" {
+			names = append(names, classes[i].Spec.ResourceName)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(slices.Compact(names), ",")
+}
+
+// ClaimHolders is the settings ConfigMap's claimHolders: for every device
+// a VMI holds (Held, or Released while a VMI still uses it) whose class
+// comes from dynamic resource allocation,
+// <namespace>/<VMI UID>=<DeviceClass> (gpuv1alpha1.ClaimHolder), sorted,
+// distinct, comma-separated. The DeviceClass is the one the device was
+// judged against (status.resourceName), which a class keeps while it
+// protects its devices.
+func ClaimHolders(classes []gpuv1alpha1.GPUClass, devices []gpuv1alpha1.GPUDevice) string {
+	claims := map[string]bool{}
+	for i := range classes {
+		claims[classes[i].Name] = classes[i].Spec.SourceKind == gpuv1alpha1.GPUSourceResourceClaim
+	}
+	var out []string
+	for i := range devices {
+		d := &devices[i]
+		if h := d.Status.HeldBy; h != nil && h.UID != "" && d.Status.ResourceName != "" && claims[d.Spec.ClassName] {
+			out = append(out, gpuv1alpha1.ClaimHolder(d.Namespace, h.UID, d.Status.ResourceName))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), ",")
+}
+
 // Holders lists the VMIs that hold a device (Held, or Released while a
 // VMI still uses it) as <namespace>/<VMI UID>, sorted, distinct and
 // comma-separated: the settings ConfigMap's holders.

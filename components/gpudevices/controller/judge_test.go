@@ -323,3 +323,45 @@ func TestHolders(t *testing.T) {
 		})
 	}
 }
+
+func TestDeviceClassesAndClaimHolders(t *testing.T) {
+	class := func(name string, kind gpuv1alpha1.GPUSourceKind, resource string) gpuv1alpha1.GPUClass {
+		return gpuv1alpha1.GPUClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gpuv1alpha1.GPUClassSpec{SourceKind: kind, ResourceName: resource}}
+	}
+	classes := []gpuv1alpha1.GPUClass{
+		class("dra-b", gpuv1alpha1.GPUSourceResourceClaim, "gpu.example.com"),
+		class("host", gpuv1alpha1.GPUSourceHostDevice, "nvidia.com/GH100"),
+		class("dra-a", gpuv1alpha1.GPUSourceResourceClaim, "a.example.com"),
+		class("dra-a2", gpuv1alpha1.GPUSourceResourceClaim, "a.example.com"),
+		class("default-kind", "", "nvidia.com/other"),
+	}
+	if got, want := DeviceClasses(classes), "a.example.com,gpu.example.com"; got != want {
+		t.Errorf("DeviceClasses = %q, want %q", got, want)
+	}
+	device := func(ns, name, class, resource, holder string) gpuv1alpha1.GPUDevice {
+		d := gpuv1alpha1.GPUDevice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: gpuv1alpha1.GPUDeviceSpec{ClassName: class},
+			Status: gpuv1alpha1.GPUDeviceStatus{Phase: gpuv1alpha1.GPUDeviceHeld, ResourceName: resource}}
+		if holder != "" {
+			d.Status.HeldBy = &gpuv1alpha1.GPUDeviceHolder{Name: "vm-" + holder, UID: holder}
+		} else {
+			d.Status.Phase = gpuv1alpha1.GPUDeviceAvailable
+		}
+		return d
+	}
+	devices := []gpuv1alpha1.GPUDevice{
+		device("zeta", "a", "dra-b", "gpu.example.com", "u2"),
+		device("acme", "b", "dra-a", "a.example.com", "u1"),
+		device("acme", "c", "dra-a2", "a.example.com", "u1"),      // the same holder and DeviceClass once
+		device("acme", "d", "host", "nvidia.com/GH100", "u3"),     // not of dynamic resource allocation
+		device("acme", "e", "dra-b", "gpu.example.com", ""),       // held by none
+		device("acme", "f", "missing", "gpu.example.com", "u4"),   // of no class
+		device("acme", "g", "dra-b", "", "u5"),                    // not judged yet
+		device("acme", "h", "default-kind", "nvidia.com/x", "u6"), // host devices by default
+	}
+	if got, want := ClaimHolders(classes, devices), "acme/u1=a.example.com,zeta/u2=gpu.example.com"; got != want {
+		t.Errorf("ClaimHolders = %q, want %q", got, want)
+	}
+	if got := ClaimHolders(nil, devices); got != "" {
+		t.Errorf("ClaimHolders without classes = %q, want none", got)
+	}
+}

@@ -18,7 +18,9 @@ import (
 // namespace: the GPU resource names of every class, which the pod policy
 // refuses to pods other than KubeVirt's launchers, the user name of
 // KubeVirt's controller, which creates them, and the VMIs that hold a
-// device, whose launchers alone may request them. It exists even when no class
+// device, whose launchers alone may request them; for classes of dynamic
+// resource allocation, their DeviceClasses and the VMIs holding a device
+// of each, which the webhook reads to judge allocations. It exists even when no class
 // does, since the policy refuses every GPU pod while it is missing.
 type SettingsReconciler struct {
 	// Client reads from the cache and writes the ConfigMap.
@@ -51,6 +53,8 @@ func (r *SettingsReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 		gpuv1alpha1.SettingsKeyResourceNames:      ResourceNames(classes.Items),
 		gpuv1alpha1.SettingsKeyKubeVirtController: r.KubeVirtController,
 		gpuv1alpha1.SettingsKeyHolders:            Holders(devices.Items),
+		gpuv1alpha1.SettingsKeyDeviceClasses:      DeviceClasses(classes.Items),
+		gpuv1alpha1.SettingsKeyClaimHolders:       ClaimHolders(classes.Items, devices.Items),
 	}
 	cm := &corev1.ConfigMap{}
 	err := r.Client.Get(ctx, r.key(), cm)

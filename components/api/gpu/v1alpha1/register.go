@@ -82,4 +82,23 @@ const (
 	// VMIs holding a device, as <namespace>/<VMI UID> (comma-separated,
 	// sorted): only their launcher pods may request a GPU for VMs.
 	SettingsKeyHolders = "holders"
+
+	// SettingsKeyDeviceClasses is the key of SettingsConfigMap that lists
+	// the DeviceClasses of the classes whose devices come from dynamic
+	// resource allocation (GPUSourceResourceClaim; comma-separated,
+	// sorted): a claim for one is handed only to the launcher pods of a
+	// VMI that holds a device of it.
+	SettingsKeyDeviceClasses = "deviceClasses"
+
+	// SettingsKeyClaimHolders is the key of SettingsConfigMap that lists
+	// the VMIs holding a device of such a class, as
+	// <namespace>/<VMI UID>=<DeviceClass> (ClaimHolder; comma-separated,
+	// sorted).
+	SettingsKeyClaimHolders = "claimHolders"
 )
+
+// ClaimHolder is the SettingsKeyClaimHolders entry of a VMI that holds a
+// device of the DeviceClass.
+func ClaimHolder(namespace, vmiUID, deviceClass string) string {
+	return namespace + "/" + vmiUID + "=" + deviceClass
+}

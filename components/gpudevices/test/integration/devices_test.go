@@ -421,3 +421,40 @@ func TestIntegrationUsageRecordRepaired(t *testing.T) {
 		return nil
 	})
 }
+
+// TestIntegrationClaimHolders: a VMI that holds a device of a class of
+// dynamic resource allocation is listed with the class's DeviceClass in
+// the settings' claimHolders, which the webhook reads to hand that
+// DeviceClass's claims only to the VMI's launcher pods; it leaves the
+// list with its VMI.
+func TestIntegrationClaimHolders(t *testing.T) {
+	showLogsOnFailure(t)
+	ns := namespace(t, "claims")
+	class := newClass("claims", "gpu.claims.example.com", 1)
+	class.Spec.SourceKind = gpuv1alpha1.GPUSourceResourceClaim
+	dev := newDevice(ns, "gpu", class.Name, 1)
+	create(t, class, dev)
+	vmi := newVMI(ns, "vm", dev.Name, 1)
+	create(t, vmi)
+	entry := gpuv1alpha1.ClaimHolder(ns, string(vmi.GetUID()), class.Spec.ResourceName)
+	claimHolders := func(want bool) func() error {
+		return func() error {
+			cm := &corev1.ConfigMap{}
+			if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: platformNamespace, Name: gpuv1alpha1.SettingsConfigMap}, cm); err != nil {
+				return err
+			}
+			classes := strings.Split(cm.Data[gpuv1alpha1.SettingsKeyDeviceClasses], ",")
+			if !slices.Contains(classes, class.Spec.ResourceName) {
+				return fmt.Errorf("settings deviceClasses %v lack %s", classes, class.Spec.ResourceName)
+			}
+			holders := cm.Data[gpuv1alpha1.SettingsKeyClaimHolders]
+			if got := slices.Contains(strings.Split(holders, ","), entry); got != want {
+				return fmt.Errorf("settings claimHolders %q list %s: %t, want %t", holders, entry, got, want)
+			}
+			return nil
+		}
+	}
+	eventually(t, timeout, claimHolders(true))
+	remove(t, vmi)
+	eventually(t, timeout, claimHolders(false))
+}

@@ -106,6 +106,12 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		}
 		synced = func() bool { return cl.Synced() && devs.Synced() }
 	}
+	var gpus *cluster.GPUSettings
+	if o.gpuSettings != "" {
+		gpus = cluster.NewGPUSettings(kube, o.gpuSettings)
+		before := synced
+		synced = func() bool { return before() && gpus.Synced() }
+	}
 	v, err := admission.New(admission.Config{
 		Profile:                guard.Profile(o.profile),
 		ReportBinders:          o.reportBinders.values,
@@ -117,6 +123,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		Binders:                o.binders.values,
 		Cluster:                cl,
 		Devices:                devicesOf(devs),
+		GPUSettings:            gpuSettingsOf(gpus),
 		Evaluator:              ev,
 		Metrics:                metrics,
 		Logger:                 logger,
@@ -147,6 +154,9 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	cl.Start(ctx)
 	if devs != nil {
 		devs.Start(ctx)
+	}
+	if gpus != nil {
+		gpus.Start(ctx)
 	}
 	go func() {
 		// Reads the pair again when its files change, and every
@@ -238,6 +248,15 @@ func devicesOf(d *cluster.Devices) admission.Devices {
 		return nil
 	}
 	return d
+}
+
+// gpuSettingsOf keeps a nil *cluster.GPUSettings a nil
+// admission.GPUSettings.
+func gpuSettingsOf(g *cluster.GPUSettings) admission.GPUSettings {
+	if g == nil {
+		return nil
+	}
+	return g
 }
 
 func newServer(h http.Handler, tlsCfg *tls.Config, logger *slog.Logger) *http.Server {

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	gpuv1alpha1 "github.com/xila-guard/xila-guard/components/api/gpu/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/webhook/pkg/admission"
 )
@@ -44,6 +45,7 @@ type options struct {
 	shutdownDelay      time.Duration
 	logLevel           slog.Level
 	devices            bool
+	gpuSettings        string
 	version            bool
 }
 
@@ -112,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Var(&o.reportBinders, "report-binders", "comma-separated binders (of --binder-serviceaccounts) whose bindings are only reported: a binding the node-scoped judgement would refuse is allowed and logged; repeatable")
 	fs.Var(&o.recordBinders, "record-binders", "comma-separated binders (of --binder-serviceaccounts) whose bindings get, at "+admission.RecordsPath+", the record of the evidence they are judged on ("+guard.AnnotationBoundEvidence+"), as the controlled scheduler writes it: orchestrator integrations' binders; repeatable")
 	fs.BoolVar(&o.devices, "devices", false, "judge Dynamic Resource Allocation at "+admission.ClaimsPath+": tenants' ResourceClaims and ResourceClaimTemplates, and every allocation written to resourceclaims/status, per device; needs list and watch on resourceslices and resourceclaims")
+	fs.StringVar(&o.gpuSettings, "gpu-settings-namespace", "", "namespace of the GPU controller's settings ConfigMap ("+gpuv1alpha1.SettingsConfigMap+"); set, a claim that hands out a DeviceClass a GPUClass sells to VMs is reserved only for the launcher pods of a VMI holding a GPUDevice of it (needs --devices, and get, list and watch on that ConfigMap); while the ConfigMap is missing every allocation of a tenant claim is refused")
 	fs.StringVar(&o.profile, "profile", string(guard.ProfileProduction), "profile of the in-process evaluator: production (never accepts mock evidence) or lab")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long to let requests in flight finish after SIGTERM")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "how long to keep serving after SIGTERM, reporting not ready, while the nodes learn that the pod left the Service; 0 stops at once")
@@ -144,6 +147,9 @@ func (o *options) validate() error {
 		if d.d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.d))
 		}
+	}
+	if o.gpuSettings != "" && !o.devices {
+		errs = append(errs, errors.New("--gpu-settings-namespace judges allocations, which needs --devices"))
 	}
 	if o.shutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay must not be negative, got %s", o.shutdownDelay))

@@ -341,6 +341,14 @@ func (v *Validator) judgeAllocation(ctx context.Context, req *admissionv1.Admiss
 		vi.rule = RuleAllocation
 		vs = append(vs, vi)
 	}
+	judged := added
+	if changed {
+		judged = judged[:0:0]
+		for _, c := range claim.Status.ReservedFor {
+			judged = append(judged, c.UID)
+		}
+	}
+	vs = append(vs, v.vmGPUConsumers(ctx, req.Namespace, claim, judged)...)
 	configs := devices.AllocationConfigs(a)
 	for i := range a.Devices.Results {
 		vs = append(vs, v.judgeDevice(ctx, req.Namespace, claim, id, configs, i)...)

@@ -103,6 +103,10 @@ type Config struct {
 	// device rules (ClaimsPath); nil when device enforcement is off, which
 	// refuses whatever reaches ClaimsPath.
 	Devices Devices
+	// GPUSettings reads the GPU controller's settings for the rule that
+	// hands a claim of a GPU for VMs only to the launcher pods of a VMI
+	// holding a device of it; nil when GPUs for VMs are off.
+	GPUSettings GPUSettings
 	// Evaluator decides protected pods at CREATE and every binding of a
 	// protected pod, or onto a pool node, for its node.
 	Evaluator Evaluator

@@ -8,13 +8,16 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/xila-guard/xila-guard/components/api/fixture"
+	gpuv1alpha1 "github.com/xila-guard/xila-guard/components/api/gpu/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
@@ -36,6 +39,12 @@ const (
 	nvidiaMPS   = `{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"MPS"}}`
 	scheduler   = "system:kube-scheduler"
 	unknownDrvr = "fpga.example.com"
+	// vmClass is a DeviceClass a GPUClass sells to VMs, as the GPU
+	// controller's settings in gpuSettingsNS say; the VMI of UID
+	// vmiHolder holds a device of it.
+	vmClass       = "vm.example.com"
+	gpuSettingsNS = "gpu-platform"
+	vmiHolder     = "vmi-holder"
 )
 
 // setUpDevices creates tenant dra with its policy, namespace, pool node,
@@ -49,7 +58,7 @@ func setUpDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := fixture.MakePlacementPolicy(draPolicy, v1alpha1.SourceAttested).ForbidSharing(v1alpha1.SharingTimeSlicing).
-		Devices(v1alpha1.DevicePolicy{DeviceClasses: []string{draClass}}).Obj()
+		Devices(v1alpha1.DevicePolicy{DeviceClasses: []string{draClass, vmClass}}).Obj()
 	binding := fixture.MakeTenantBinding("dra", draNS).Policy(draPolicy).Obj()
 	for _, step := range []func() error{
 		func() error { return gc.Post().Resource("placementpolicies").Body(policy).Do(ctx).Error() },
@@ -100,8 +109,24 @@ func setUpDevices(t *testing.T) {
 	if _, err := kube.RbacV1().RoleBindings(draNS).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, fixture.MakeNamespace(gpuSettingsNS).Obj(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps(gpuSettingsNS).Create(ctx, gpuSettings(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	held := createClaim(t, kube, fixture.MakeResourceClaim("holds-gpu-4", tenantNS).Request("gpu", draClass, 1).Obj())
 	allocate(t, kube, held, "gpu-4")
+}
+
+// gpuSettings is the GPU controller's settings ConfigMap: vmClass is a GPU
+// for VMs, and the VMI vmiHolder of draNS holds a device of it.
+func gpuSettings() *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: gpuv1alpha1.SettingsConfigMap, Namespace: gpuSettingsNS},
+		Data: map[string]string{
+			gpuv1alpha1.SettingsKeyDeviceClasses: vmClass,
+			gpuv1alpha1.SettingsKeyClaimHolders:  gpuv1alpha1.ClaimHolder(draNS, vmiHolder, vmClass),
+		}}
 }
 
 // registerDevices points the chart's two device webhooks at w: claims and
@@ -181,7 +206,7 @@ func allocate(t *testing.T, k kubernetes.Interface, c *resourcev1.ResourceClaim,
 // allocations as kube-scheduler writes them.
 func TestIntegrationDevices(t *testing.T) {
 	setUpDevices(t)
-	w := startWebhook(t, "--devices", "--profile=lab")
+	w := startWebhook(t, "--devices", "--profile=lab", "--gpu-settings-namespace="+gpuSettingsNS)
 	registerDevices(t, w)
 	tenant := impersonated{user: draTenant}.kube(t)
 	sched := impersonated{user: scheduler}.kube(t)
@@ -221,6 +246,48 @@ func TestIntegrationDevices(t *testing.T) {
 		}{{"bare", "gpu-2", guard.ReasonDeviceEvidenceMissing}, {"forged", "gpu-3", guard.ReasonDeviceEvidenceMismatch}} {
 			claim := createClaim(t, tenant, fixture.MakeResourceClaim(c.claim, draNS).Request("gpu", draClass, 1).Obj())
 			expect(t, c.device, allocateAs(t, sched, claim, c.device), c.want)
+		}
+	})
+
+	t.Run("G-GPU-PODS a claim of a GPU for VMs goes only to the launcher of a VMI holding a device of it", func(t *testing.T) {
+		pod := func(name string, vmi types.UID) *corev1.Pod {
+			p := fixture.MakePod(name, draNS)
+			if vmi != "" {
+				p.ControlledBy("kubevirt.io/v1", "VirtualMachineInstance", "vm-"+string(vmi), vmi)
+			}
+			out, err := kube.CoreV1().Pods(draNS).Create(t.Context(), p.Obj(), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		holder, none, plain := pod("virt-launcher-held", vmiHolder), pod("virt-launcher-none", "vmi-none"), pod("tenant-copy", "")
+		claim := createClaim(t, tenant, fixture.MakeResourceClaim("vm-gpu", draNS).Request("gpu", vmClass, 1).Obj())
+		reservedFor := func(p *corev1.Pod) func(*fixture.ResourceClaimWrapper) {
+			return func(w *fixture.ResourceClaimWrapper) { w.ReservedFor(p.Name, p.UID) }
+		}
+		expect(t, "a pod of no VMI", allocateAs(t, sched, claim, "gpu-0", reservedFor(plain)), guard.ReasonGPUResourceForbidden)
+		expect(t, "the launcher of a VMI holding no device", allocateAs(t, sched, claim, "gpu-0", reservedFor(none)), guard.ReasonGPUDeviceNotHeld)
+
+		// The settings go: nothing tells a GPU for VMs from another, so
+		// every allocation of a tenant is refused until they are back.
+		if err := kube.CoreV1().ConfigMaps(gpuSettingsNS).Delete(t.Context(), gpuv1alpha1.SettingsConfigMap, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventuallyRefused(t, func() error { return allocateAs(t, sched, claim, "gpu-0", reservedFor(holder)) }, guard.ReasonLookupFailed)
+		if _, err := kube.CoreV1().ConfigMaps(gpuSettingsNS).Create(t.Context(), gpuSettings(), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventuallyRefused(t, func() error { return allocateAs(t, sched, claim, "gpu-0", reservedFor(holder)) }, "")
+
+		// Free gpu-0 for the steps after.
+		cur, err := kube.ResourceV1().ResourceClaims(draNS).Get(t.Context(), claim.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Status.ReservedFor, cur.Status.Allocation = nil, nil
+		if _, err := sched.ResourceV1().ResourceClaims(draNS).UpdateStatus(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -268,4 +335,21 @@ func TestIntegrationDevices(t *testing.T) {
 			t.Fatal("an allocation was written while the webhook was down")
 		}
 	})
+}
+
+// eventuallyRefused retries write until it is refused with want ("" for
+// allowed), for what the webhook learns from its caches.
+func eventuallyRefused(t *testing.T, write func() error, want guard.Reason) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		last = write()
+		if want == "" {
+			return last == nil, nil
+		}
+		return fixture.RefusedWith(last, want) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("want %q, last answer %v", want, last)
+	}
 }
