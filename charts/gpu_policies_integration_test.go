@@ -270,6 +270,8 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 		{name: "G-GPU-VM-DEVICES KubeVirt's controller writes a VMI naming a device another VMI holds", who: kubevirtCtrl, gvr: gvrVMI, ns: gpuTenantNS,
 			obj: vmi(map[string]any{deviceLabel: "h100-held"}, withGPU), want: "GPU_DEVICE_HELD"},
 		{name: "G-GPU-VM-DEVICES tenant VMI naming a free device of its class", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(map[string]any{deviceLabel: "h100-free"}, withGPU)},
+		{name: "G-GPU-VM-DEVICES tenant VMI taking its GPU through a DRA claim, naming a free device", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(map[string]any{deviceLabel: "h100-free"}, withClaimGPU)},
+		{name: "G-GPU-VM-DEVICES tenant VMI taking its GPU through a DRA claim, without a device", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS, obj: vmi(nil, withClaimGPU), want: "GPU_DEVICE_REQUIRED"},
 		{name: "G-GPU-VM-DEVICES tenant VMI asking a device for another GPU than its class offers", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,
 			obj: vmi(map[string]any{deviceLabel: "h100-free"}, vmiSpec(nil, map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}}, nil)), want: "GPU_DEVICE_CLASS_MISMATCH"},
 		{name: "G-GPU-VM-DEVICES tenant VMI limiting nvidia.com/gpu, which no class sells", who: tenantAlice, gvr: gvrVMI, ns: gpuTenantNS,

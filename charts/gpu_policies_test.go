@@ -91,6 +91,10 @@ var (
 	withGPU  = vmiSpec(map[string]any{"gpus": []any{map[string]any{"name": "gpu1", "deviceName": gpuResource}}}, nil, nil)
 	withHost = vmiSpec(map[string]any{"hostDevices": []any{map[string]any{"name": "nic", "deviceName": "intel.com/E810"}}}, nil, nil)
 	withDRA  = vmiSpec(nil, nil, []any{map[string]any{"name": "gpu-claim", "resourceClaimName": "h100"}})
+	// withClaimGPU takes its GPU through the DRA claim of a template, as
+	// KubeVirt's gpus entries name a claim's request.
+	withClaimGPU = vmiSpec(map[string]any{"gpus": []any{map[string]any{"name": "gpu1", "claimName": "gpu", "requestName": "gpu"}}}, nil,
+		[]any{map[string]any{"name": "gpu", "resourceClaimTemplateName": "vm-gpu"}})
 	withRes  = vmiSpec(nil, map[string]any{"limits": map[string]any{gpuResource: "1"}}, nil)
 	withCPU  = vmiSpec(nil, map[string]any{"requests": map[string]any{"cpu": "2", "memory": "4Gi"}}, nil)
 	noGPU    = vmiSpec(nil, nil, nil)
@@ -224,6 +228,9 @@ var gpuPolicyCases = []struct {
 	{"xila-guard-gpu-device-holder", "another device of the namespace", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withGPU), params: judgedDevice("h100-b", "vm-other"), user: gpuTenant}, ""},
 	{"xila-guard-gpu-device-holder", "another GPU than its class offers", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, vmiSpec(nil, map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}}, nil)), params: judgedDevice("h100-a", ""), user: gpuTenant}, "GPU_DEVICE_CLASS_MISMATCH"},
 	{"xila-guard-gpu-device-holder", "a host device other than its class offers", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withHost), params: judgedDevice("h100-a", ""), user: gpuTenant}, "GPU_DEVICE_CLASS_MISMATCH"},
+	{"xila-guard-gpu-device-holder", "a GPU through a DRA claim, its device of a class of dynamic resource allocation", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withClaimGPU), params: with(judgedDevice("h100-a", ""), "status", map[string]any{"phase": "Available", "resourceName": "gpu.example.com"}), user: gpuTenant}, ""},
+	{"xila-guard-gpu-device-holder", "a GPU through a DRA claim and one by name its DRA class does not offer", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, vmiSpec(map[string]any{"gpus": []any{map[string]any{"name": "gpu1", "claimName": "gpu", "requestName": "gpu"}, map[string]any{"name": "gpu2", "deviceName": gpuResource}}}, nil, []any{map[string]any{"name": "gpu", "resourceClaimTemplateName": "vm-gpu"}})), params: with(judgedDevice("h100-a", ""), "status", map[string]any{"phase": "Available", "resourceName": "gpu.example.com"}), user: gpuTenant}, "GPU_DEVICE_CLASS_MISMATCH"},
+	{"xila-guard-gpu-device-holder", "a GPU through a DRA claim, the device another VMI holds", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withClaimGPU), params: judgedDevice("h100-a", "vm-other"), user: gpuTenant}, "GPU_DEVICE_HELD"},
 	{"xila-guard-gpu-device-holder", "a device the controller has not judged yet", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withGPU), params: device("h100-a", nil), user: gpuTenant}, ""},
 	{"xila-guard-gpu-vm-devices", "gpus without the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(nil, withGPU), params: settings, user: gpuTenant}, "GPU_DEVICE_REQUIRED"},
 	{"xila-guard-gpu-vm-devices", "gpus with the label", request{op: admission.Create, gvr: gvrVMI, object: vmi(labelled, withGPU), params: settings, user: gpuTenant}, ""},
