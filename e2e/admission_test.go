@@ -107,7 +107,12 @@ func withIntegrations(l *lab.Lab) (map[string]any, error) {
 	// In the lab's overrides, so that a step that reinstalls the lab's
 	// values keeps them.
 	// The real DRA driver's DaemonSet (realDRASteps) is trusted on the pools.
-	l.Overrides = lab.Merge(l.Overrides, map[string]any{"orchestratorIntegrations": integrations}, lab.DRADriverTrust())
+	// GPUs for VMs are on (realDRASteps' VMI takes its GPU through a
+	// claim); their controller needs KubeVirt's CRDs.
+	if err := l.ApplyKubeVirtCRDs(context.Background()); err != nil {
+		return nil, err
+	}
+	l.Overrides = lab.Merge(l.Overrides, map[string]any{"orchestratorIntegrations": integrations}, lab.DRADriverTrust(), lab.GPUsForVMs())
 	return l.Values("lab"), nil
 }
 

@@ -7,15 +7,19 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/xila-guard/xila-guard/components/api/fixture"
+	gpuv1alpha1 "github.com/xila-guard/xila-guard/components/api/gpu/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/e2e/lab"
@@ -176,6 +180,99 @@ func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 			}
 			return ctx
 		}).
+		Assess("G-GPU-PODS real DRA driver: a VMI takes its GPU through a claim of a class for VMs: the tenant's own pod is refused the allocation; KubeVirt's launcher pod of the VMI holding a device of the class gets it", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			l := labFrom(ctx, t)
+			ns, worker := l.Tenant.Name, l.Tenant.Workers[lab.CompliantWorker]
+			if err := lab.DeletePod(ctx, l.Kube, ns, "dra-bare"); err != nil {
+				t.Fatal(err)
+			}
+			// The platform sells the driver's GPUs to VMs under a DeviceClass
+			// of their own; the tenant's policy allows it too.
+			if _, err := l.Kube.ResourceV1().DeviceClasses().Create(ctx, fixture.MakeDeviceClass(vmDeviceClass, lab.DRADriver).Obj(), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Replace(ctx, fixture.MakeGPUClass(vmGPUClass, "example", vmDeviceClass).Vendor("example").
+				SourceKind(gpuv1alpha1.GPUSourceResourceClaim).Obj()); err != nil {
+				t.Fatal(err)
+			}
+			policy := lab.PoolPolicy(ns).Devices(v1alpha1.DevicePolicy{DeviceClasses: []string{lab.DRADriver, vmDeviceClass}}).Obj()
+			if err := l.Replace(ctx, policy); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.GrantKubeVirt(ctx, ns, l.User); err != nil {
+				t.Fatal(err)
+			}
+			tenantKube, tenantDyn, err := l.As(l.User)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The tenant orders a device of the class, a claim template
+			// for the GPU of index 0 (exclusive on the compliant worker),
+			// and a VMI that holds the device and takes its GPU through a
+			// claim of the template.
+			device, err := fixture.ToUnstructured(fixture.MakeGPUDevice(vmDevice, ns, vmGPUClass).Obj())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tenantDyn.Resource(gvrGPUDevice).Namespace(ns).Create(ctx, device, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("the tenant orders a device: %v", err)
+			}
+			tpl := fixture.MakeResourceClaimTemplate(vmTemplate, ns,
+				indexed(fixture.MakeResourceClaim("", ns).Request("gpu", vmDeviceClass, 1).Config(lab.DRADriver, fixture.ExampleSpacePartitioning), 0).Obj()).Obj()
+			if _, err := tenantKube.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, tpl, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("the tenant creating claim template %s: %v", vmTemplate, err)
+			}
+			vmi, err := tenantDyn.Resource(lab.GVRVMI).Namespace(ns).Create(ctx, lab.VMIWithClaimGPU(ns, "vm-dra", vmDevice, vmTemplate), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("the tenant's VMI that takes its GPU through a claim: %v", err)
+			}
+			if err := l.WaitClaimHolder(ctx, ns, vmi.GetUID(), vmDeviceClass); err != nil {
+				t.Fatal(err)
+			}
+
+			// The tenant's own pod of the same template is under no VMI's
+			// control: its claim's allocation is refused, the GPU free.
+			if _, err := tenantKube.CoreV1().Pods(ns).Create(ctx, l.Pod("vm-gpu-copy", lab.WithClaimFromTemplate(vmTemplate), lab.PinnedTo(worker)), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := lab.WaitPendingMatching(ctx, l.Kube, ns, "vm-gpu-copy", func(msg string) bool {
+				return strings.Contains(msg, string(guard.ReasonGPUResourceForbidden)) && strings.Contains(msg, vmDeviceClass)
+			}); err != nil {
+				t.Fatalf("the tenant's own pod of the VMI's claim template: want its allocation refused with %s: %v", guard.ReasonGPUResourceForbidden, err)
+			}
+			if err := lab.DeletePod(ctx, l.Kube, ns, "vm-gpu-copy"); err != nil {
+				t.Fatal(err)
+			}
+			// Nor may the tenant dress its pod as the VMI's launcher.
+			_, err = tenantKube.CoreV1().Pods(ns).Create(ctx, l.Pod("vm-gpu-forged", lab.WithClaimFromTemplate(vmTemplate),
+				lab.ControlledByVMI(vmi.GetName(), vmi.GetUID())), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err := fixture.RefusedWith(err, guard.ReasonGPUResourceForbidden); err != nil {
+				t.Errorf("the tenant's pod under the VMI's control: %v", err)
+			}
+
+			// KubeVirt's controller makes the launcher pod: it runs, and its
+			// claim holds the GPU.
+			kubevirt, _, err := l.As(lab.KubeVirtController, "system:serviceaccounts", "system:serviceaccounts:"+lab.KubeVirtNamespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			launcher := l.Pod("virt-launcher-vm-dra", lab.WithClaimFromTemplate(vmTemplate), lab.PinnedTo(worker), lab.ControlledByVMI(vmi.GetName(), vmi.GetUID()))
+			if _, err := kubevirt.CoreV1().Pods(ns).Create(ctx, launcher, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("KubeVirt's controller creating the launcher pod: %v", err)
+			}
+			p := waitRunning(ctx, t, l.Kube, ns, launcher.Name)
+			c := podClaim(ctx, t, l.Kube, p)
+			if c.Status.Allocation == nil || len(c.Status.Allocation.Devices.Results) != 1 {
+				t.Fatalf("claim %s: allocation %+v, want one device", c.Name, c.Status.Allocation)
+			}
+			if r := c.Status.Allocation.Devices.Results[0]; r.Pool != worker || r.Device != "gpu-0" {
+				t.Errorf("the launcher's claim holds %s/%s, want %s/gpu-0", r.Pool, r.Device, worker)
+			}
+			if len(c.Status.ReservedFor) != 1 || c.Status.ReservedFor[0].UID != p.UID {
+				t.Errorf("claim %s is reserved for %+v, want the launcher pod only", c.Name, c.Status.ReservedFor)
+			}
+			return ctx
+		}).
 		Assess("real DRA driver: uninstalled, the tenant's policy and evidence as they were", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			tearDownDRA(ctx, t, labFrom(ctx, t))
 			return ctx
@@ -189,14 +286,38 @@ func realDRASteps(f *features.FeatureBuilder) *features.FeatureBuilder {
 		})
 }
 
+// The GPU for VMs of realDRASteps: the DeviceClass of the driver's GPUs
+// that the platform sells to VMs, its GPUClass, the tenant's device of it
+// and the claim template of the VMI.
+const (
+	vmDeviceClass = "vm.gpu.example.com"
+	vmGPUClass    = "vm-example-gpu"
+	vmDevice      = "vm-gpu"
+	vmTemplate    = "vm-gpu"
+)
+
 // tearDownDRA removes what realDRASteps made, and gives the tenant its
 // policy and mock evidence back for the steps that follow.
 func tearDownDRA(ctx context.Context, t *testing.T, l *lab.Lab) {
 	ns := l.Tenant.Name
-	for _, name := range []string{"dra-first", "dra-second", "dra-bare"} {
+	for _, name := range []string{"dra-first", "dra-second", "dra-bare", "vm-gpu-copy", "virt-launcher-vm-dra"} {
 		if err := lab.DeletePod(ctx, l.Kube, ns, name); err != nil {
 			t.Errorf("deleting pod %s: %v", name, err)
 		}
+	}
+	// The VMI first: its device, and then the class, follow once no VMI
+	// holds them.
+	_ = l.Dyn.Resource(lab.GVRVMI).Namespace(ns).Delete(ctx, "vm-dra", metav1.DeleteOptions{})
+	_ = l.Dyn.Resource(gvrGPUDevice).Namespace(ns).Delete(ctx, vmDevice, metav1.DeleteOptions{})
+	_ = l.Dyn.Resource(gvrGPUClass).Delete(ctx, vmGPUClass, metav1.DeleteOptions{})
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := l.Dyn.Resource(gvrGPUClass).Get(ctx, vmGPUClass, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Errorf("GPUClass %s is not released after its device went: %v", vmGPUClass, err)
+	}
+	if err := l.Kube.ResourceV1().DeviceClasses().Delete(ctx, vmDeviceClass, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("deleting DeviceClass %s: %v", vmDeviceClass, err)
 	}
 	if err := l.Kube.ResourceV1().ResourceClaimTemplates(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Errorf("deleting the claim templates: %v", err)

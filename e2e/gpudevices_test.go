@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,8 +33,8 @@ const (
 	labGPU       = "xila-guard.lab/gpu"
 	gpuClassName = "lab-gpu"
 	gpuDevice    = "gpu-a"
-	gpuLabel     = "gpu.guard.xila.us/device"
-	kubevirtNS   = "kubevirt"
+	gpuLabel     = lab.DeviceLabel
+	kubevirtNS   = lab.KubeVirtNamespace
 	kubevirtSA   = "kubevirt-controller"
 	gpuTenantBob = "bob"
 )
@@ -43,7 +42,7 @@ const (
 var (
 	gvrGPUClass  = schema.GroupVersionResource{Group: "gpu.guard.xila.us", Version: "v1alpha1", Resource: "gpuclasses"}
 	gvrGPUDevice = schema.GroupVersionResource{Group: "gpu.guard.xila.us", Version: "v1alpha1", Resource: "gpudevices"}
-	gvrVMI       = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+	gvrVMI       = lab.GVRVMI
 )
 
 type gpuTenantKey struct{}
@@ -255,14 +254,12 @@ func waitDevicePhase(ctx context.Context, t *testing.T, cfg *envconf.Config, ns,
 // every worker and a GPUClass of its resource.
 func installGPUDevices(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 	cs := clientset(t, cfg)
-	kubectl := filepath.Join(suite.BinDir, "kubectl")
 	if err := labCluster(t, cfg).ApplyCRDs(ctx); err != nil {
 		t.Fatal(err)
 	}
-	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "apply", "--server-side", "-f",
-		filepath.Join(suite.RepoRoot, "components/gpudevices/config/kubevirt-crds"))
-	runTool(ctx, t, kubectl, "--kubeconfig", cfg.KubeconfigFile(), "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/virtualmachineinstances.kubevirt.io", "crd/gpudevices.gpu.guard.xila.us", "crd/gpuclasses.gpu.guard.xila.us")
+	if err := labCluster(t, cfg).ApplyKubeVirtCRDs(ctx); err != nil {
+		t.Fatal(err)
+	}
 	ns := envconf.RandomName("xg-gpu", 12)
 	ctx = context.WithValue(ctx, gpuTenantKey{}, ns)
 	for _, n := range []*corev1.Namespace{

@@ -88,7 +88,8 @@ func PlatformOnControlPlane() map[string]any {
 			"core":      map[string]any{"replicas": 1, "nodeSelector": sel, "tolerations": tol},
 			"scheduler": map[string]any{"nodeSelector": sel, "tolerations": tol},
 		},
-		"webhook": map[string]any{"nodeSelector": sel, "tolerations": tol},
+		"webhook":           map[string]any{"nodeSelector": sel, "tolerations": tol},
+		"gpuDevicePolicies": map[string]any{"controller": map[string]any{"nodeSelector": sel, "tolerations": tol}},
 	}
 }
 
