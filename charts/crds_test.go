@@ -24,7 +24,7 @@ func TestChartCarriesTheCRDs(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
-	want := []string{"crds/gpu.guard.xila.us_gpuclasses.yaml", "crds/gpu.guard.xila.us_gpudevices.yaml",
+	want := []string{"crds/gpu.guard.xila.us_gpuclasses.yaml", "crds/gpu.guard.xila.us_gpudevices.yaml", "crds/gpu.guard.xila.us_gpusettings.yaml",
 		"crds/guard.xila.us_keyreleasepolicies.yaml", "crds/guard.xila.us_nodesecuritystates.yaml", "crds/guard.xila.us_placementpolicies.yaml",
 		"crds/guard.xila.us_policyparametersets.yaml", "crds/guard.xila.us_tenantbindings.yaml"}
 	if !slices.Equal(got, want) {

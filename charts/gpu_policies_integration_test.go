@@ -381,7 +381,7 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 
 	// Without the settings ConfigMap the pod and VM policies refuse
 	// everything they bind, in tenant namespaces only.
-	t.Run("G-GPU-PODS settings ConfigMap missing", func(t *testing.T) {
+	t.Run("G-GPU-PODS settings missing", func(t *testing.T) {
 		if err := env.Client.Delete(ctx, cm); err != nil {
 			t.Fatal(err)
 		}
@@ -394,11 +394,48 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 			return err != nil && strings.Contains(err.Error(), "xila-guard-gpu-pods"), nil
 		})
 		if err != nil {
-			t.Errorf("a tenant pod is admitted without the settings ConfigMap: %v", plainPod.run(ctx, t))
+			t.Errorf("a tenant pod is admitted without the settings: %v", plainPod.run(ctx, t))
 		}
 		elsewhere := gpuAttempt{who: admin, gvr: gvrPod, ns: "team-web", obj: with(pod("p", nil, []any{container(gpuLimits)}, nil), "metadata", map[string]any{"name": "p", "namespace": "team-web"})}
 		if err := elsewhere.run(ctx, t); err != nil {
 			t.Errorf("a pod outside the tenant namespaces is refused: %v", err)
 		}
 	})
+
+	// An uninstall removes every binding of the GPU policies; the API
+	// server then stops the parameter informer of their kind. Settings that
+	// change meanwhile must be what the policies judge by once they are
+	// bound again: a resource sold since is refused to tenants at once.
+	t.Run("G-GPU-PODS settings changed while no policy was bound are read afresh", func(t *testing.T) {
+		var bindings []*unstructured.Unstructured
+		for _, o := range objects(t, mustRender(t, loadChart(t), readValues(t, "gpu-devices")).Manifest) {
+			if o.Kind == "ValidatingAdmissionPolicyBinding" && strings.HasPrefix(o.name(), "xila-guard-gpu-") {
+				bindings = append(bindings, &unstructured.Unstructured{Object: o.raw})
+			}
+		}
+		for _, b := range bindings {
+			if err := env.Client.Delete(ctx, b.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Longer than the API server's policy refresh (one second).
+		time.Sleep(3 * time.Second)
+		const sold = "nvidia.com/SOLD_SINCE"
+		fresh := &unstructured.Unstructured{Object: runtimeCopy(settingsCM("nvidia.com/A10," + gpuResource + "," + sold))}
+		recreate(t, fresh)
+		for _, b := range bindings {
+			recreate(t, b)
+		}
+		attempt := gpuAttempt{who: tenantAlice, gvr: gvrPod, ns: gpuTenantNS,
+			obj: pod("p", nil, []any{container(map[string]any{"limits": map[string]any{sold: "1"}})}, nil)}
+		var last error
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			last = attempt.run(ctx, t)
+			return last != nil && strings.Contains(last.Error(), "GPU_RESOURCE_FORBIDDEN: "), nil
+		})
+		if err != nil {
+			t.Errorf("a tenant pod requesting %s, sold since the policies were last bound: %v, want GPU_RESOURCE_FORBIDDEN", sold, last)
+		}
+	})
+
 }

@@ -37,17 +37,28 @@ var (
 	tenantGroup = []string{"acme-developers", "system:authenticated"}
 )
 
-// settingsCM is the GPU controller's settings ConfigMap with the resource
-// names, and the VMI vm1 (UID u1) of the tenant's namespace holding a
-// device.
+// settingsCM is the GPU controller's GPUSettings with the resource names
+// (comma-separated), and the VMI vm1 (UID u1) of the tenant's namespace
+// holding a device.
 func settingsCM(names string) map[string]any {
 	return settingsHolding(names, gpuTenantNS+"/u0,"+gpuTenantNS+"/u1")
 }
 
+// settingsHolding is the GPUSettings with the resource names and holders,
+// each comma-separated.
 func settingsHolding(names, holders string) map[string]any {
-	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+	list := func(s string) []any {
+		out := []any{}
+		for v := range strings.SplitSeq(s, ",") {
+			if v != "" {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	return map[string]any{"apiVersion": "gpu.guard.xila.us/v1alpha1", "kind": "GPUSettings",
 		"metadata": map[string]any{"name": "xila-guard-gpu-settings", "namespace": releaseNS},
-		"data":     map[string]any{"resourceNames": names, "kubevirtController": kubevirtController, "holders": holders}}
+		"spec":     map[string]any{"resourceNames": list(names), "kubevirtController": kubevirtController, "holders": list(holders)}}
 }
 
 var settings = settingsCM("nvidia.com/A10," + gpuResource)
@@ -471,7 +482,7 @@ func BenchmarkGPUDevicePolicyCost(b *testing.B) {
 
 // TestWebhookReadsGPUSettings: with device enforcement and GPUs for VMs
 // both on, the webhook is told where the GPU controller's settings are and
-// may read that one ConfigMap; with either off it is told nothing.
+// may read that one GPUSettings; with either off it is told nothing.
 func TestWebhookReadsGPUSettings(t *testing.T) {
 	ch := loadChart(t)
 	for _, tc := range []struct {
@@ -500,7 +511,7 @@ func TestWebhookReadsGPUSettings(t *testing.T) {
 				t.Errorf("--gpu-settings-namespace=%s, want the release namespace %s", ns, releaseNS)
 			}
 			rules := toYAML(t, field(role.raw, "rules"))
-			if want := toYAML(t, []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps"},
+			if want := toYAML(t, []any{map[string]any{"apiGroups": []any{"gpu.guard.xila.us"}, "resources": []any{"gpusettings"},
 				"resourceNames": []any{"xila-guard-gpu-settings"}, "verbs": []any{"get", "list", "watch"}}}); rules != want {
 				t.Errorf("Role rules:\n%s\nwant:\n%s", rules, want)
 			}

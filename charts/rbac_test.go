@@ -31,7 +31,7 @@ func TestClusterRolesMatchGenerated(t *testing.T) {
 		{"attest", "attest-rbac.yaml", "", nil},
 		{"attest", "key-broker.yaml", "kbs-rbac", nil},
 		{"attest", "tee-resources.yaml", "teeresources-rbac", nil},
-		{"gpudevices", "gpudevices.yaml", "", []string{"configmaps"}},
+		{"gpudevices", "gpudevices.yaml", "", []string{"configmaps", "gpusettings"}},
 	} {
 		if c.role == "" {
 			c.role = "rbac"

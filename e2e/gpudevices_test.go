@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,11 +61,11 @@ type gpuTenantKey struct{}
 func TestGPUDevices(t *testing.T) {
 	f := features.New("GPUs for KubeVirt VMs only through a held device").
 		Setup(installGPUDevices).
-		Assess("the settings ConfigMap lists the class's resource", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			cs := clientset(t, cfg)
-			pollFor(ctx, t, time.Minute, "the settings ConfigMap to list "+labGPU, func(ctx context.Context) bool {
-				cm, err := cs.CoreV1().ConfigMaps(lab.PlatformNamespace).Get(ctx, "xila-guard-gpu-settings", metav1.GetOptions{})
-				return err == nil && cm.Data["resourceNames"] == labGPU
+		Assess("the settings list the class's resource", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			l := labCluster(t, cfg)
+			pollFor(ctx, t, time.Minute, "the settings to list "+labGPU, func(ctx context.Context) bool {
+				s, err := l.GPUSettings(ctx)
+				return err == nil && slices.Equal(s.ResourceNames, []string{labGPU})
 			})
 			return ctx
 		}).

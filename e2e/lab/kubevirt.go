@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	gpuv1alpha1 "github.com/xila-guard/xila-guard/components/api/gpu/v1alpha1"
 )
 
@@ -40,7 +40,7 @@ func (c *Cluster) ApplyKubeVirtCRDs(ctx context.Context) error {
 		return err
 	}
 	return c.run(ctx, "kubectl", "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/virtualmachineinstances.kubevirt.io", "crd/gpudevices.gpu.guard.xila.us", "crd/gpuclasses.gpu.guard.xila.us")
+		"crd/virtualmachineinstances.kubevirt.io", "crd/gpudevices.gpu.guard.xila.us", "crd/gpuclasses.gpu.guard.xila.us", "crd/gpusettings.gpu.guard.xila.us")
 }
 
 // GPUsForVMs are the chart values that turn GPUs for VMs on: the GPU
@@ -102,17 +102,30 @@ func ControlledByVMI(name string, uid types.UID) PodOption {
 // webhook reads to hand that DeviceClass's claims to the VMI's launcher.
 func (c *Cluster) WaitClaimHolder(ctx context.Context, ns string, uid types.UID, deviceClass string) error {
 	entry := gpuv1alpha1.ClaimHolder(ns, string(uid), deviceClass)
-	var last string
+	var last []string
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		cm, err := c.Kube.CoreV1().ConfigMaps(PlatformNamespace).Get(ctx, gpuv1alpha1.SettingsConfigMap, metav1.GetOptions{})
+		s, err := c.GPUSettings(ctx)
 		if err != nil {
 			return false, nil
 		}
-		last = cm.Data[gpuv1alpha1.SettingsKeyClaimHolders]
-		return slices.Contains(strings.Split(last, ","), entry), nil
+		last = s.ClaimHolders
+		return slices.Contains(last, entry), nil
 	})
 	if err != nil {
-		return fmt.Errorf("the GPU settings' claimHolders %q never listed %s: %w", last, entry, err)
+		return fmt.Errorf("the GPU settings' claimHolders %v never listed %s: %w", last, entry, err)
 	}
 	return nil
+}
+
+// GPUSettings reads the GPU controller's settings.
+func (c *Cluster) GPUSettings(ctx context.Context) (*gpuv1alpha1.GPUSettingsSpec, error) {
+	u, err := c.Dyn.Resource(gpuv1alpha1.GroupVersion.WithResource("gpusettings")).Namespace(PlatformNamespace).Get(ctx, gpuv1alpha1.SettingsName, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	s := &gpuv1alpha1.GPUSettings{}
+	if err := fixture.FromUnstructured(u, s); err != nil {
+		return nil, err
+	}
+	return &s.Spec, nil
 }

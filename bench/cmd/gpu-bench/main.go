@@ -95,8 +95,8 @@ func policies(path string) ([]*unstructured.Unstructured, error) {
 			out = append(out, u)
 		}
 	}
-	if len(out) != 17 {
-		return nil, fmt.Errorf("%s: %d GPU device policies, bindings and parameters, want 17", path, len(out))
+	if len(out) != 19 {
+		return nil, fmt.Errorf("%s: %d GPU device policies, bindings and parameters, want 19", path, len(out))
 	}
 	return out, nil
 }
@@ -136,11 +136,14 @@ func run(ctx context.Context, o *options) error {
 	if _, err := s.Kube.CoreV1().ServiceAccounts(tenantNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	if _, err := s.Kube.CoreV1().ConfigMaps(platformNS).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "xila-guard-gpu-settings"},
-		Data:       map[string]string{"resourceNames": "nvidia.com/A10," + gpu, "kubevirtController": "system:serviceaccount:kubevirt:kubevirt-controller"},
-	}, metav1.CreateOptions{}); err != nil {
-		return err
+	settings := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gpu.guard.xila.us/v1alpha1", "kind": "GPUSettings",
+		"metadata": map[string]any{"name": "xila-guard-gpu-settings", "namespace": platformNS},
+		"spec":     map[string]any{"resourceNames": []any{"nvidia.com/A10", gpu}, "kubevirtController": "system:serviceaccount:kubevirt:kubevirt-controller"},
+	}}
+	if _, err := dyn.Resource(schema.GroupVersionResource{Group: "gpu.guard.xila.us", Version: "v1alpha1", Resource: "gpusettings"}).
+		Namespace(platformNS).Create(ctx, settings, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the GPU settings: %w", err)
 	}
 	b := &bench{o: o, dyn: dyn, s: s, pols: pols}
 	results := map[variant]map[string][][]time.Duration{off: {}, on: {}}

@@ -24,15 +24,16 @@ import (
 )
 
 // RBAC of the controller's service account, the only writer of device and
-// class status, of the settings ConfigMap and of the usage records.
+// class status, of the settings and of the usage records.
 // config/rbac/role.yaml is generated from these markers; the chart narrows
-// ConfigMaps to the platform namespace.
+// ConfigMaps and GPUSettings to the platform namespace.
 //
 // +kubebuilder:rbac:groups=gpu.guard.xila.us,resources=gpuclasses;gpudevices,verbs=get;list;watch;update;patch;create;delete
 // +kubebuilder:rbac:groups=gpu.guard.xila.us,resources=gpuclasses/status;gpudevices/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=gpu.guard.xila.us,resources=gpuclasses/finalizers;gpudevices/finalizers,verbs=update
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=gpu.guard.xila.us,resources=gpusettings,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io;"",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
@@ -76,10 +77,11 @@ func RunWithConfig(ctx context.Context, cfg *rest.Config, o *Options, log logr.L
 		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
-			// The settings ConfigMap and the usage records are the only
-			// ConfigMaps the controller reads.
+			// The usage records are the only ConfigMaps the controller
+			// reads, and its settings the only GPUSettings.
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+				&corev1.ConfigMap{}:        {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+				&gpuv1alpha1.GPUSettings{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
 			},
 		},
 		// VMIs are read as unstructured objects, from the cache too.

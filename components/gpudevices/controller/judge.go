@@ -159,41 +159,49 @@ func NextStatus(dev *gpuv1alpha1.GPUDevice, j Judgement, holder *User, now time.
 	return st
 }
 
-// ResourceNames is the value of the settings ConfigMap: the resource names
-// of the classes, sorted, without duplicates, comma-separated.
-func ResourceNames(classes []gpuv1alpha1.GPUClass) string {
-	names := make([]string, 0, len(classes))
+// ResourceNames are the settings' resourceNames: the resource names of
+// the classes, sorted, without duplicates.
+func ResourceNames(classes []gpuv1alpha1.GPUClass) []string {
+	var names []string
 	for i := range classes {
 		if n := classes[i].Spec.ResourceName; n != "" {
 			names = append(names, n)
 		}
 	}
-	slices.Sort(names)
-	return strings.Join(slices.Compact(names), ",")
+	return sortedSet(names)
 }
 
-// DeviceClasses is the settings ConfigMap's deviceClasses: the
-// resourceName (a DeviceClass) of every class whose devices come from
-// dynamic resource allocation, sorted, distinct, comma-separated.
-func DeviceClasses(classes []gpuv1alpha1.GPUClass) string {
+// sortedSet sorts a list and drops its duplicates; nil when empty, as
+// the API server returns an empty list.
+func sortedSet(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// DeviceClasses are the settings' deviceClasses: the resourceName (a
+// DeviceClass) of every class whose devices come from dynamic resource
+// allocation, sorted, distinct.
+func DeviceClasses(classes []gpuv1alpha1.GPUClass) []string {
 	var names []string
 	for i := range classes {
 		if classes[i].Spec.SourceKind == gpuv1alpha1.GPUSourceResourceClaim && classes[i].Spec.ResourceName != "" {
 			names = append(names, classes[i].Spec.ResourceName)
 		}
 	}
-	slices.Sort(names)
-	return strings.Join(slices.Compact(names), ",")
+	return sortedSet(names)
 }
 
-// ClaimHolders is the settings ConfigMap's claimHolders: for every device
+// ClaimHolders are the settings' claimHolders: for every device
 // a VMI holds (Held, or Released while a VMI still uses it) whose class
 // comes from dynamic resource allocation,
 // <namespace>/<VMI UID>=<DeviceClass> (gpuv1alpha1.ClaimHolder), sorted,
-// distinct, comma-separated. The DeviceClass is the one the device was
+// distinct. The DeviceClass is the one the device was
 // judged against (status.resourceName), which a class keeps while it
 // protects its devices.
-func ClaimHolders(classes []gpuv1alpha1.GPUClass, devices []gpuv1alpha1.GPUDevice) string {
+func ClaimHolders(classes []gpuv1alpha1.GPUClass, devices []gpuv1alpha1.GPUDevice) []string {
 	claims := map[string]bool{}
 	for i := range classes {
 		claims[classes[i].Name] = classes[i].Spec.SourceKind == gpuv1alpha1.GPUSourceResourceClaim
@@ -205,22 +213,20 @@ func ClaimHolders(classes []gpuv1alpha1.GPUClass, devices []gpuv1alpha1.GPUDevic
 			out = append(out, gpuv1alpha1.ClaimHolder(d.Namespace, h.UID, d.Status.ResourceName))
 		}
 	}
-	slices.Sort(out)
-	return strings.Join(slices.Compact(out), ",")
+	return sortedSet(out)
 }
 
 // Holders lists the VMIs that hold a device (Held, or Released while a
-// VMI still uses it) as <namespace>/<VMI UID>, sorted, distinct and
-// comma-separated: the settings ConfigMap's holders.
-func Holders(devices []gpuv1alpha1.GPUDevice) string {
-	out := make([]string, 0, len(devices))
+// VMI still uses it) as <namespace>/<VMI UID>, sorted and distinct: the
+// settings' holders.
+func Holders(devices []gpuv1alpha1.GPUDevice) []string {
+	var out []string
 	for i := range devices {
 		if h := devices[i].Status.HeldBy; h != nil && h.UID != "" {
 			out = append(out, devices[i].Namespace+"/"+h.UID)
 		}
 	}
-	slices.Sort(out)
-	return strings.Join(slices.Compact(out), ",")
+	return sortedSet(out)
 }
 
 // Usage records.

@@ -208,7 +208,7 @@ func TestResourceNames(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ResourceNames(tc.classes); got != tc.want {
+			if got := strings.Join(ResourceNames(tc.classes), ","); got != tc.want {
 				t.Errorf("ResourceNames = %q, want %q", got, tc.want)
 			}
 		})
@@ -317,7 +317,7 @@ func TestHolders(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Holders(tc.devices); got != tc.want {
+			if got := strings.Join(Holders(tc.devices), ","); got != tc.want {
 				t.Errorf("Holders = %q, want %q", got, tc.want)
 			}
 		})
@@ -335,7 +335,7 @@ func TestDeviceClassesAndClaimHolders(t *testing.T) {
 		class("dra-a2", gpuv1alpha1.GPUSourceResourceClaim, "a.example.com"),
 		class("default-kind", "", "nvidia.com/other"),
 	}
-	if got, want := DeviceClasses(classes), "a.example.com,gpu.example.com"; got != want {
+	if got, want := strings.Join(DeviceClasses(classes), ","), "a.example.com,gpu.example.com"; got != want {
 		t.Errorf("DeviceClasses = %q, want %q", got, want)
 	}
 	device := func(ns, name, class, resource, holder string) gpuv1alpha1.GPUDevice {
@@ -358,10 +358,10 @@ func TestDeviceClassesAndClaimHolders(t *testing.T) {
 		device("acme", "g", "dra-b", "", "u5"),                    // not judged yet
 		device("acme", "h", "default-kind", "nvidia.com/x", "u6"), // host devices by default
 	}
-	if got, want := ClaimHolders(classes, devices), "acme/u1=a.example.com,zeta/u2=gpu.example.com"; got != want {
+	if got, want := strings.Join(ClaimHolders(classes, devices), ","), "acme/u1=a.example.com,zeta/u2=gpu.example.com"; got != want {
 		t.Errorf("ClaimHolders = %q, want %q", got, want)
 	}
-	if got := ClaimHolders(nil, devices); got != "" {
+	if got := ClaimHolders(nil, devices); got != nil {
 		t.Errorf("ClaimHolders without classes = %q, want none", got)
 	}
 }

@@ -40,14 +40,14 @@ const (
 
 // Options configure the controllers.
 type Options struct {
-	// Namespace is the platform namespace: the settings ConfigMap and the
-	// usage records live there. The manager's cache must see its
-	// ConfigMaps.
+	// Namespace is the platform namespace: the settings and the usage
+	// records live there. The manager's cache must see its ConfigMaps and
+	// GPUSettings.
 	Namespace string
 	// Workers bounds concurrent device reconciles.
 	Workers int
 	// KubeVirtController is the user name of KubeVirt's controller, which
-	// the settings ConfigMap names for the pod policy.
+	// the settings name for the pod policy.
 	KubeVirtController string
 	// Recorder records Events.
 	Recorder EventRecorder
@@ -93,8 +93,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	settings := &SettingsReconciler{Client: c, Namespace: o.Namespace, KubeVirtController: o.KubeVirtController}
 	settingsKey := reconcile.Request{NamespacedName: settings.key()}
 	if err := ctrl.NewControllerManagedBy(mgr).Named(ControllerSettings).
-		For(&corev1.ConfigMap{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
-			return obj.GetNamespace() == o.Namespace && obj.GetName() == gpuv1alpha1.SettingsConfigMap
+		For(&gpuv1alpha1.GPUSettings{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
+			return obj.GetNamespace() == o.Namespace && obj.GetName() == gpuv1alpha1.SettingsName
 		}))).
 		Watches(&gpuv1alpha1.GPUClass{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 			return []reconcile.Request{settingsKey}
@@ -103,7 +103,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Watches(&gpuv1alpha1.GPUDevice{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 			return []reconcile.Request{settingsKey}
 		})).
-		// The ConfigMap is written at start even when there is no class.
+		// The settings are written at start even when there is no class.
 		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			q.Add(settingsKey)
 			return nil

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// GroupName is the API group of GPUClass and GPUDevice.
+// GroupName is the API group of GPUClass, GPUDevice and GPUSettings.
 const GroupName = "gpu.guard.xila.us"
 
 // GroupVersion is the group and version of every kind in this package.
@@ -23,6 +23,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion,
 		&GPUClass{}, &GPUClassList{},
 		&GPUDevice{}, &GPUDeviceList{},
+		&GPUSettings{}, &GPUSettingsList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
@@ -62,43 +63,7 @@ const (
 	// carries it what the class sells is immutable.
 	FinalizerClass = GroupName + "/class-protection"
 
-	// SettingsConfigMap is the ConfigMap in the platform namespace that
-	// lists every GPU resource name of the classes (key
-	// SettingsKeyResourceNames, comma-separated, sorted), the VMIs that
-	// hold a device (SettingsKeyHolders) and names KubeVirt's controller
-	// (SettingsKeyKubeVirtController). The pod and VM
-	// policies read it as their parameter and refuse everything they match
-	// while it is missing.
-	SettingsConfigMap = "xila-guard-gpu-settings"
-
-	// SettingsKeyResourceNames is the key of SettingsConfigMap.
-	SettingsKeyResourceNames = "resourceNames"
-
-	// SettingsKeyKubeVirtController is the key of SettingsConfigMap that
-	// names the only user whose launcher pods may request a GPU for VMs.
-	SettingsKeyKubeVirtController = "kubevirtController"
-
-	// SettingsKeyHolders is the key of SettingsConfigMap that lists the
-	// VMIs holding a device, as <namespace>/<VMI UID> (comma-separated,
-	// sorted): only their launcher pods may request a GPU for VMs.
-	SettingsKeyHolders = "holders"
-
-	// SettingsKeyDeviceClasses is the key of SettingsConfigMap that lists
-	// the DeviceClasses of the classes whose devices come from dynamic
-	// resource allocation (GPUSourceResourceClaim; comma-separated,
-	// sorted): a claim for one is handed only to the launcher pods of a
-	// VMI that holds a device of it.
-	SettingsKeyDeviceClasses = "deviceClasses"
-
-	// SettingsKeyClaimHolders is the key of SettingsConfigMap that lists
-	// the VMIs holding a device of such a class, as
-	// <namespace>/<VMI UID>=<DeviceClass> (ClaimHolder; comma-separated,
-	// sorted).
-	SettingsKeyClaimHolders = "claimHolders"
+	// SettingsName is the name of the GPUSettings in the platform
+	// namespace.
+	SettingsName = "xila-guard-gpu-settings"
 )
-
-// ClaimHolder is the SettingsKeyClaimHolders entry of a VMI that holds a
-// device of the DeviceClass.
-func ClaimHolder(namespace, vmiUID, deviceClass string) string {
-	return namespace + "/" + vmiUID + "=" + deviceClass
-}

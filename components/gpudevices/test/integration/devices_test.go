@@ -439,17 +439,15 @@ func TestIntegrationClaimHolders(t *testing.T) {
 	entry := gpuv1alpha1.ClaimHolder(ns, string(vmi.GetUID()), class.Spec.ResourceName)
 	claimHolders := func(want bool) func() error {
 		return func() error {
-			cm := &corev1.ConfigMap{}
-			if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: platformNamespace, Name: gpuv1alpha1.SettingsConfigMap}, cm); err != nil {
+			s, err := settings()
+			if err != nil {
 				return err
 			}
-			classes := strings.Split(cm.Data[gpuv1alpha1.SettingsKeyDeviceClasses], ",")
-			if !slices.Contains(classes, class.Spec.ResourceName) {
-				return fmt.Errorf("settings deviceClasses %v lack %s", classes, class.Spec.ResourceName)
+			if !slices.Contains(s.DeviceClasses, class.Spec.ResourceName) {
+				return fmt.Errorf("settings deviceClasses %v lack %s", s.DeviceClasses, class.Spec.ResourceName)
 			}
-			holders := cm.Data[gpuv1alpha1.SettingsKeyClaimHolders]
-			if got := slices.Contains(strings.Split(holders, ","), entry); got != want {
-				return fmt.Errorf("settings claimHolders %q list %s: %t, want %t", holders, entry, got, want)
+			if got := slices.Contains(s.ClaimHolders, entry); got != want {
+				return fmt.Errorf("settings claimHolders %v list %s: %t, want %t", s.ClaimHolders, entry, got, want)
 			}
 			return nil
 		}

@@ -47,9 +47,9 @@ var (
 	// noVMIsErr is what the controller returned when started before the
 	// VMI CRD was installed.
 	noVMIsErr error
-	// initialSettings is the settings ConfigMap as first seen, before any
+	// initialSettings are the settings as first seen, before any
 	// class existed.
-	initialSettings *corev1.ConfigMap
+	initialSettings *gpuv1alpha1.GPUSettings
 	// metricsAddr and probeAddr are where the controller serves.
 	metricsAddr, probeAddr string
 	// logFile holds the controller's JSON logs.
@@ -134,10 +134,10 @@ func setup(e *testenv.Env) (func() error, error) {
 	// exists.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		cm := &corev1.ConfigMap{}
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: platformNamespace, Name: gpuv1alpha1.SettingsConfigMap}, cm)
+		s := &gpuv1alpha1.GPUSettings{}
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: platformNamespace, Name: gpuv1alpha1.SettingsName}, s)
 		if err == nil {
-			initialSettings = cm
+			initialSettings = s
 			return stop, nil
 		}
 		select {
@@ -147,7 +147,7 @@ func setup(e *testenv.Env) (func() error, error) {
 		}
 		if time.Now().After(deadline) {
 			_ = stop()
-			return nil, fmt.Errorf("no settings ConfigMap after a minute: %v", err)
+			return nil, fmt.Errorf("no settings after a minute: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

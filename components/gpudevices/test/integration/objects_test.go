@@ -181,17 +181,13 @@ func waitEvent(t *testing.T, ns, regarding, reason string, parts ...string) {
 	})
 }
 
-// settingsValue is the settings ConfigMap's resource names.
-func settingsValue() (string, error) {
-	cm := &corev1.ConfigMap{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: platformNamespace, Name: gpuv1alpha1.SettingsConfigMap}, cm); err != nil {
-		return "", err
+// settings are the GPU controller's settings.
+func settings() (*gpuv1alpha1.GPUSettingsSpec, error) {
+	s := &gpuv1alpha1.GPUSettings{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: platformNamespace, Name: gpuv1alpha1.SettingsName}, s); err != nil {
+		return nil, err
 	}
-	v, ok := cm.Data[gpuv1alpha1.SettingsKeyResourceNames]
-	if !ok {
-		return "", fmt.Errorf("settings without %s: %v", gpuv1alpha1.SettingsKeyResourceNames, cm.Data)
-	}
-	return v, nil
+	return &s.Spec, nil
 }
 
 // waitHolder waits until the settings' holders list the VMI (want), or
@@ -200,13 +196,12 @@ func waitHolder(t *testing.T, vmi client.Object, want bool) {
 	t.Helper()
 	entry := vmi.GetNamespace() + "/" + string(vmi.GetUID())
 	eventually(t, timeout, func() error {
-		cm := &corev1.ConfigMap{}
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: platformNamespace, Name: gpuv1alpha1.SettingsConfigMap}, cm); err != nil {
+		s, err := settings()
+		if err != nil {
 			return err
 		}
-		holders := cm.Data[gpuv1alpha1.SettingsKeyHolders]
-		if got := slices.Contains(strings.Split(holders, ","), entry); got != want {
-			return fmt.Errorf("settings holders %q list %s: %t, want %t", holders, entry, got, want)
+		if got := slices.Contains(s.Holders, entry); got != want {
+			return fmt.Errorf("settings holders %v list %s: %t, want %t", s.Holders, entry, got, want)
 		}
 		return nil
 	})
@@ -217,7 +212,7 @@ func waitHolder(t *testing.T, vmi client.Object, want bool) {
 func waitSettings(t *testing.T, check func(names []string) error) {
 	t.Helper()
 	eventually(t, timeout, func() error {
-		v, err := settingsValue()
+		s, err := settings()
 		if err != nil {
 			return err
 		}
@@ -225,9 +220,9 @@ func waitSettings(t *testing.T, check func(names []string) error) {
 		if err := k8s.List(context.Background(), &classes); err != nil {
 			return err
 		}
-		if want := controller.ResourceNames(classes.Items); v != want {
-			return fmt.Errorf("settings %q, want %q", v, want)
+		if want := controller.ResourceNames(classes.Items); !slices.Equal(s.ResourceNames, want) {
+			return fmt.Errorf("settings %v, want %v", s.ResourceNames, want)
 		}
-		return check(strings.Split(v, ","))
+		return check(s.ResourceNames)
 	})
 }

@@ -11,23 +11,23 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuv1alpha1 "github.com/xila-guard/xila-guard/components/api/gpu/v1alpha1"
 )
 
-// TestIntegrationSettings checks the settings ConfigMap: written at start
+// TestIntegrationSettings checks the settings: written at start
 // with no class, then listing the sorted, distinct resource names of the
 // classes as they come and go, and put back when deleted.
 func TestIntegrationSettings(t *testing.T) {
 	showLogsOnFailure(t)
 	if initialSettings == nil {
-		t.Fatal("no settings ConfigMap at start")
+		t.Fatal("no settings at start")
 	}
-	if v, ok := initialSettings.Data[gpuv1alpha1.SettingsKeyResourceNames]; !ok || v != "" {
-		t.Errorf("settings at start %v, want an empty %s", initialSettings.Data, gpuv1alpha1.SettingsKeyResourceNames)
+	if v := initialSettings.Spec.ResourceNames; len(v) != 0 {
+		t.Errorf("settings at start list resource names %v, want none", v)
 	}
-	if v := initialSettings.Data[gpuv1alpha1.SettingsKeyKubeVirtController]; v != "system:serviceaccount:kubevirt:kubevirt-controller" {
+	if v := initialSettings.Spec.KubeVirtController; v != "system:serviceaccount:kubevirt:kubevirt-controller" {
 		t.Errorf("settings at start name KubeVirt's controller %q, want the default account", v)
 	}
 	if initialSettings.Labels["app.kubernetes.io/managed-by"] != "xila-guard-gpudevices" {
@@ -54,10 +54,23 @@ func TestIntegrationSettings(t *testing.T) {
 		return nil
 	})
 
-	// Deleted, the ConfigMap comes back.
-	cm := &corev1.ConfigMap{}
-	cm.Namespace, cm.Name = platformNamespace, gpuv1alpha1.SettingsConfigMap
-	remove(t, cm)
+	// Deleted, the settings come back.
+	s := &gpuv1alpha1.GPUSettings{}
+	if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: platformNamespace, Name: gpuv1alpha1.SettingsName}, s); err != nil {
+		t.Fatal(err)
+	}
+	old := s.UID
+	remove(t, s)
+	eventually(t, timeout, func() error {
+		again := &gpuv1alpha1.GPUSettings{}
+		if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: platformNamespace, Name: gpuv1alpha1.SettingsName}, again); err != nil {
+			return err
+		}
+		if again.UID == old {
+			return fmt.Errorf("the deleted settings are still there")
+		}
+		return nil
+	})
 	waitSettings(t, func([]string) error { return nil })
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -108,7 +109,11 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	}
 	var gpus *cluster.GPUSettings
 	if o.gpuSettings != "" {
-		gpus = cluster.NewGPUSettings(kube, o.gpuSettings)
+		dyn, err := dynamic.NewForConfig(restCfg)
+		if err != nil {
+			return fmt.Errorf("building a dynamic client: %w", err)
+		}
+		gpus = cluster.NewGPUSettings(dyn, o.gpuSettings)
 		before := synced
 		synced = func() bool { return before() && gpus.Synced() }
 	}

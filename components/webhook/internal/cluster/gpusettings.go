@@ -3,22 +3,22 @@ package cluster
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
 	gpuv1alpha1 "github.com/xila-guard/xila-guard/components/api/gpu/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/webhook/pkg/admission"
 )
 
-// GPUSettings reads the GPU controller's settings ConfigMap from an
-// informer cache that watches that one object. It implements
-// admission.GPUSettings.
+// GPUSettings reads the GPU controller's GPUSettings from an informer
+// cache that watches that one object. It implements admission.GPUSettings.
 type GPUSettings struct {
-	factory   informers.SharedInformerFactory
+	factory   dynamicinformer.DynamicSharedInformerFactory
 	store     cache.Store
 	synced    cache.InformerSynced
 	namespace string
@@ -26,14 +26,13 @@ type GPUSettings struct {
 
 var _ admission.GPUSettings = (*GPUSettings)(nil)
 
-// NewGPUSettings builds the informer of the ConfigMap in namespace; Start
+// NewGPUSettings builds the informer of the settings in namespace; Start
 // runs it.
-func NewGPUSettings(kube kubernetes.Interface, namespace string) *GPUSettings {
-	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", gpuv1alpha1.SettingsConfigMap).String()
-		}))
-	inf := f.Core().V1().ConfigMaps().Informer()
+func NewGPUSettings(dyn dynamic.Interface, namespace string) *GPUSettings {
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, namespace, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", gpuv1alpha1.SettingsName).String()
+	})
+	inf := f.ForResource(gpuv1alpha1.GroupVersion.WithResource("gpusettings")).Informer()
 	return &GPUSettings{factory: f, store: inf.GetStore(), synced: inf.HasSynced, namespace: namespace}
 }
 
@@ -43,15 +42,23 @@ func (g *GPUSettings) Start(ctx context.Context) { g.factory.Start(ctx.Done()) }
 // Synced reports whether the cache has been filled once.
 func (g *GPUSettings) Synced() bool { return g.synced() }
 
-// GPUSettings returns the ConfigMap's data, and false before the cache
-// has synced or while the ConfigMap does not exist.
-func (g *GPUSettings) GPUSettings() (map[string]string, bool) {
+// GPUSettings returns the settings, and false before the cache has synced,
+// while they do not exist, or when they cannot be read.
+func (g *GPUSettings) GPUSettings() (*gpuv1alpha1.GPUSettingsSpec, bool) {
 	if !g.synced() {
 		return nil, false
 	}
-	obj, ok, err := g.store.GetByKey(g.namespace + "/" + gpuv1alpha1.SettingsConfigMap)
+	obj, ok, err := g.store.GetByKey(g.namespace + "/" + gpuv1alpha1.SettingsName)
 	if err != nil || !ok {
 		return nil, false
 	}
-	return obj.(*corev1.ConfigMap).Data, true
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, false
+	}
+	s := &gpuv1alpha1.GPUSettings{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
+		return nil, false
+	}
+	return &s.Spec, true
 }

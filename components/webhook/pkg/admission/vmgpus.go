@@ -15,13 +15,13 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/guard"
 )
 
-// GPUSettings reads the settings ConfigMap of the GPU controller
-// (gpuv1alpha1.SettingsConfigMap): which DeviceClasses are GPUs for VMs,
-// and which VMIs hold a device of each.
+// GPUSettings reads the GPU controller's GPUSettings
+// (gpuv1alpha1.SettingsName): which DeviceClasses are GPUs for VMs, and
+// which VMIs hold a device of each.
 type GPUSettings interface {
-	// GPUSettings returns the ConfigMap's data, and false when it does
-	// not exist or the cache has not synced.
-	GPUSettings() (map[string]string, bool)
+	// GPUSettings returns the settings, and false when they do not exist
+	// or the cache has not synced.
+	GPUSettings() (*gpuv1alpha1.GPUSettingsSpec, bool)
 }
 
 // vmGPUConsumers judges the consumers of a tenant claim that hands out a
@@ -43,9 +43,9 @@ func (v *Validator) vmGPUConsumers(ctx context.Context, ns string, claim *resour
 	settings, ok := v.cfg.GPUSettings.GPUSettings()
 	if !ok {
 		return []violation{{RuleLookup, guard.ReasonLookupFailed, "status.allocation",
-			fmt.Sprintf("the GPU controller's settings (ConfigMap %s) are missing, so whether the claim hands out a GPU for VMs cannot be told", gpuv1alpha1.SettingsConfigMap)}}
+			fmt.Sprintf("the GPU controller's settings (GPUSettings %s) are missing, so whether the claim hands out a GPU for VMs cannot be told", gpuv1alpha1.SettingsName)}}
 	}
-	vmClasses := splitList(settings[gpuv1alpha1.SettingsKeyDeviceClasses])
+	vmClasses := settings.DeviceClasses
 	var classes []string
 	for _, r := range claim.Status.Allocation.Devices.Results {
 		if c := requestClass(&claim.Spec, r.Request); slices.Contains(vmClasses, c) && !slices.Contains(classes, c) {
@@ -55,7 +55,7 @@ func (v *Validator) vmGPUConsumers(ctx context.Context, ns string, claim *resour
 	if len(classes) == 0 {
 		return nil
 	}
-	holders := splitList(settings[gpuv1alpha1.SettingsKeyClaimHolders])
+	holders := settings.ClaimHolders
 	var vs []violation
 	for i, c := range claim.Status.ReservedFor {
 		if !slices.Contains(judged, c.UID) || c.APIGroup != "" || c.Resource != "pods" {
@@ -128,15 +128,4 @@ func controllingVMI(pod *corev1.Pod) *metav1.OwnerReference {
 		return nil
 	}
 	return r
-}
-
-// splitList splits a comma-separated settings value, without empty items.
-func splitList(v string) []string {
-	var out []string
-	for s := range strings.SplitSeq(v, ",") {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -13,11 +13,13 @@ import (
 	"github.com/xila-guard/xila-guard/components/api/guard"
 )
 
-// fakeGPUSettings is the GPU controller's settings ConfigMap; missing
-// when data is nil.
-type fakeGPUSettings struct{ data map[string]string }
+// fakeGPUSettings is the GPU controller's GPUSettings; missing when spec
+// is nil.
+type fakeGPUSettings struct{ spec *gpuv1alpha1.GPUSettingsSpec }
 
-func (f *fakeGPUSettings) GPUSettings() (map[string]string, bool) { return f.data, f.data != nil }
+func (f *fakeGPUSettings) GPUSettings() (*gpuv1alpha1.GPUSettingsSpec, bool) {
+	return f.spec, f.spec != nil
+}
 
 // launcher is a pod of tenantNS a VirtualMachineInstance of that UID
 // controls, as KubeVirt's controller makes it; vmi "" for a pod of none.
@@ -36,10 +38,10 @@ func launcher(name, vmi string, controller bool) *corev1.Pod {
 // whoever writes the reservation.
 func TestAllocationOfAGPUForVMs(t *testing.T) {
 	const otherClass = "other.example.com"
-	settings := map[string]string{
-		gpuv1alpha1.SettingsKeyDeviceClasses: draClass + "," + otherClass,
-		gpuv1alpha1.SettingsKeyClaimHolders: gpuv1alpha1.ClaimHolder(tenantNS, "vmi-1", draClass) + "," +
-			gpuv1alpha1.ClaimHolder(tenantNS, "vmi-2", otherClass) + "," + gpuv1alpha1.ClaimHolder("elsewhere", "vmi-4", draClass),
+	settings := &gpuv1alpha1.GPUSettingsSpec{
+		DeviceClasses: []string{draClass, otherClass},
+		ClaimHolders: []string{gpuv1alpha1.ClaimHolder(tenantNS, "vmi-1", draClass),
+			gpuv1alpha1.ClaimHolder(tenantNS, "vmi-2", otherClass), gpuv1alpha1.ClaimHolder("elsewhere", "vmi-4", draClass)},
 	}
 	pods := []*corev1.Pod{
 		launcher("holder", "vmi-1", true),
@@ -59,8 +61,8 @@ func TestAllocationOfAGPUForVMs(t *testing.T) {
 	cases := []struct {
 		name     string
 		old, now *resourcev1.ResourceClaim
-		// settings replace the ConfigMap's data; missing removes it.
-		settings map[string]string
+		// settings replace the settings; missing removes them.
+		settings *gpuv1alpha1.GPUSettingsSpec
 		missing  bool
 		want     []guard.Reason
 		field    string
@@ -97,13 +99,13 @@ func TestAllocationOfAGPUForVMs(t *testing.T) {
 			return c
 		}()},
 		{name: "a class that is no GPU for VMs", now: vmClaim("plain"),
-			settings: map[string]string{gpuv1alpha1.SettingsKeyDeviceClasses: otherClass}},
+			settings: &gpuv1alpha1.GPUSettingsSpec{DeviceClasses: []string{otherClass}}},
 		{name: "the settings are missing", now: vmClaim("holder"), missing: true,
 			want: []guard.Reason{guard.ReasonLookupFailed}, field: "status.allocation"},
 		{name: "a consumer added to the holder's", old: vmClaim("holder"), now: vmClaim("holder", "plain"),
 			want: []guard.Reason{guard.ReasonGPUResourceForbidden}, field: "status.reservedFor[1]"},
 		{name: "consumers and allocation kept after the VMI let the device go", old: vmClaim("holder"), now: vmClaim("holder"),
-			settings: map[string]string{gpuv1alpha1.SettingsKeyDeviceClasses: draClass}},
+			settings: &gpuv1alpha1.GPUSettingsSpec{DeviceClasses: []string{draClass}}},
 		{name: "a consumer removed", old: vmClaim("holder", "plain"), now: vmClaim("holder")},
 	}
 	for _, tc := range cases {
@@ -112,12 +114,12 @@ func TestAllocationOfAGPUForVMs(t *testing.T) {
 			for _, p := range pods {
 				c.pods[tenantNS+"/"+p.Name] = p
 			}
-			s := &fakeGPUSettings{data: settings}
+			s := &fakeGPUSettings{spec: settings}
 			switch {
 			case tc.missing:
-				s.data = nil
+				s.spec = nil
 			case tc.settings != nil:
-				s.data = tc.settings
+				s.spec = tc.settings
 			}
 			v, err := New(Config{PoolLabel: pool, Cluster: c, Devices: d, GPUSettings: s, Evaluator: localEvaluator(t), Profile: guard.ProfileProduction})
 			if err != nil {

@@ -112,22 +112,36 @@ func setUpDevices(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, fixture.MakeNamespace(gpuSettingsNS).Obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kube.CoreV1().ConfigMaps(gpuSettingsNS).Create(ctx, gpuSettings(), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createGPUSettings(t)
 	held := createClaim(t, kube, fixture.MakeResourceClaim("holds-gpu-4", tenantNS).Request("gpu", draClass, 1).Obj())
 	allocate(t, kube, held, "gpu-4")
 }
 
-// gpuSettings is the GPU controller's settings ConfigMap: vmClass is a GPU
-// for VMs, and the VMI vmiHolder of draNS holds a device of it.
-func gpuSettings() *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: gpuv1alpha1.SettingsConfigMap, Namespace: gpuSettingsNS},
-		Data: map[string]string{
-			gpuv1alpha1.SettingsKeyDeviceClasses: vmClass,
-			gpuv1alpha1.SettingsKeyClaimHolders:  gpuv1alpha1.ClaimHolder(draNS, vmiHolder, vmClass),
+// gpuSettings are the GPU controller's settings: vmClass is a GPU for
+// VMs, and the VMI vmiHolder of draNS holds a device of it.
+func gpuSettings() *gpuv1alpha1.GPUSettings {
+	return &gpuv1alpha1.GPUSettings{
+		TypeMeta:   metav1.TypeMeta{APIVersion: gpuv1alpha1.GroupVersion.String(), Kind: "GPUSettings"},
+		ObjectMeta: metav1.ObjectMeta{Name: gpuv1alpha1.SettingsName, Namespace: gpuSettingsNS},
+		Spec: gpuv1alpha1.GPUSettingsSpec{
+			DeviceClasses: []string{vmClass},
+			ClaimHolders:  []string{gpuv1alpha1.ClaimHolder(draNS, vmiHolder, vmClass)},
 		}}
 }
+
+// createGPUSettings creates the settings, as the GPU controller does.
+func createGPUSettings(t *testing.T) {
+	t.Helper()
+	u, err := fixture.ToUnstructured(gpuSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube2dyn(t).Resource(gvrGPUSettings).Namespace(gpuSettingsNS).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var gvrGPUSettings = gpuv1alpha1.GroupVersion.WithResource("gpusettings")
 
 // registerDevices points the chart's two device webhooks at w: claims and
 // templates in tenant namespaces, allocations everywhere, with the chart's
@@ -271,13 +285,11 @@ func TestIntegrationDevices(t *testing.T) {
 
 		// The settings go: nothing tells a GPU for VMs from another, so
 		// every allocation of a tenant is refused until they are back.
-		if err := kube.CoreV1().ConfigMaps(gpuSettingsNS).Delete(t.Context(), gpuv1alpha1.SettingsConfigMap, metav1.DeleteOptions{}); err != nil {
+		if err := kube2dyn(t).Resource(gvrGPUSettings).Namespace(gpuSettingsNS).Delete(t.Context(), gpuv1alpha1.SettingsName, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		eventuallyRefused(t, func() error { return allocateAs(t, sched, claim, "gpu-0", reservedFor(holder)) }, guard.ReasonLookupFailed)
-		if _, err := kube.CoreV1().ConfigMaps(gpuSettingsNS).Create(t.Context(), gpuSettings(), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		createGPUSettings(t)
 		eventuallyRefused(t, func() error { return allocateAs(t, sched, claim, "gpu-0", reservedFor(holder)) }, "")
 
 		// Free gpu-0 for the steps after.

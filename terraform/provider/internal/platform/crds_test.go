@@ -16,7 +16,7 @@ func TestLoadCRDsOfTheRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"gpuclasses.gpu.guard.xila.us", "gpudevices.gpu.guard.xila.us",
+	want := []string{"gpuclasses.gpu.guard.xila.us", "gpudevices.gpu.guard.xila.us", "gpusettings.gpu.guard.xila.us",
 		"keyreleasepolicies.guard.xila.us", "nodesecuritystates.guard.xila.us", "placementpolicies.guard.xila.us", "policyparametersets.guard.xila.us",
 		"tenantbindings.guard.xila.us"}
 	if got := crds.Names(); !slices.Equal(got, want) {
