@@ -17,6 +17,7 @@ import (
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/observe/internal/backoff"
 )
 
 // SetupWithManager registers the labeller. Besides nodes, it watches what
@@ -35,7 +36,7 @@ func (l *Labeller) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&v1alpha1.TenantBinding{}, all).
 		Watches(&v1alpha1.PlacementPolicy{}, all).
 		Watches(&corev1.Namespace{}, all, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1), RateLimiter: backoff.RateLimiter()}).
 		Complete(l)
 }
 

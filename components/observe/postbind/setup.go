@@ -18,6 +18,7 @@ import (
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/observe/internal/backoff"
 )
 
 // indexPodNode indexes pods by the node they are bound to.
@@ -56,7 +57,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return podsIn(ctx, c, o.GetName())
 		}), builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1), RateLimiter: backoff.RateLimiter()}).
 		Complete(r)
 }
 

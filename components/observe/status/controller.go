@@ -20,6 +20,7 @@ import (
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/observe/internal/backoff"
 	"github.com/xila-guard/xila-guard/components/observe/postbind"
 )
 
@@ -54,7 +55,7 @@ type Controller struct {
 // recomputes every object of the kind; a node's pool label recomputes the
 // bindings (their pool nodes) and its own state.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	opts := controller.Options{MaxConcurrentReconciles: max(workers, 1)}
+	opts := controller.Options{MaxConcurrentReconciles: max(workers, 1), RateLimiter: backoff.RateLimiter()}
 	r := mgr.GetClient()
 	allPolicies := all(r, &v1alpha1.PlacementPolicyList{})
 	allBindings := all(r, &v1alpha1.TenantBindingList{})

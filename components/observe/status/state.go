@@ -71,7 +71,7 @@ func (c *Controller) reconcileState(ctx context.Context, req reconcile.Request) 
 	}
 	if evalErr != nil {
 		// Reported as indeterminate; asked again with the controller's
-		// backoff.
+		// backoff, at most backoff.Max later.
 		return reconcile.Result{}, evalErr
 	}
 	// Look again just after the evidence outlives its maximum age.
