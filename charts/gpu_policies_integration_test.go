@@ -379,7 +379,7 @@ func TestIntegrationGPUDevicePolicies(t *testing.T) {
 		}
 	})
 
-	// Without the settings ConfigMap the pod and VM policies refuse
+	// Without the settings the pod and VM policies refuse
 	// everything they bind, in tenant namespaces only.
 	t.Run("G-GPU-PODS settings missing", func(t *testing.T) {
 		if err := env.Client.Delete(ctx, cm); err != nil {

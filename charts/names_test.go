@@ -25,8 +25,7 @@ var nameCases = []struct {
 
 // contractNames are the xila-guard names that no override changes: the
 // scheduler profile protected pods name (an API of the platform, not an
-// object), the settings ConfigMap the GPU device controller creates for
-// itself, the chart's version label and the release's namespace.
+// object), the GPUSettings the GPU device controller creates for itself, the chart's version label and the release's namespace.
 var contractNames = regexp.MustCompile(`schedulerName:? xila-guard-scheduler\b|xila-guard-gpu-settings|helm\.sh/chart: xila-guard-[0-9]|` + regexp.QuoteMeta(releaseNS))
 
 // A chart name that could be missed: xila-guard- and a component.

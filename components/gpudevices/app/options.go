@@ -41,9 +41,9 @@ func ParseFlags(args []string, out io.Writer) (*Options, error) {
 		ns = DefaultNamespace
 	}
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses in-cluster config or $KUBECONFIG")
-	fs.StringVar(&o.Namespace, "namespace", ns, "platform namespace of the settings ConfigMap and the usage records; defaults to $POD_NAMESPACE")
+	fs.StringVar(&o.Namespace, "namespace", ns, "platform namespace of the settings (GPUSettings) and the usage records; defaults to $POD_NAMESPACE")
 	fs.IntVar(&o.Workers, "workers", 4, "concurrent device reconciles")
-	fs.StringVar(&o.KubeVirtController, "kubevirt-controller", "system:serviceaccount:kubevirt:kubevirt-controller", "user name of KubeVirt's controller: the settings ConfigMap names it as the only creator of pods that request a GPU for VMs")
+	fs.StringVar(&o.KubeVirtController, "kubevirt-controller", "system:serviceaccount:kubevirt:kubevirt-controller", "user name of KubeVirt's controller: the settings name it as the only creator of pods that request a GPU for VMs")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":9090", "address of the /metrics endpoint; 0 disables it")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":9091", "address of /healthz and /readyz")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader, so that two replicas can run")

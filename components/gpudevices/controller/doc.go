@@ -1,8 +1,8 @@
 // Package controller holds the GPU controller's reconcilers:
 //
 //   - classes: the class finalizer, status.heldDevices and Ready;
-//   - settings: the ConfigMap of every GPU resource name the admission
-//     policies read;
+//   - settings: the GPUSettings the admission policies and the webhook
+//     read (resource names, holders, DeviceClasses for VMs);
 //   - devices: the device finalizer, the judgement of each device against
 //     its class, its holder and its usage record;
 //   - template devices: the devices VMIs order through their device
