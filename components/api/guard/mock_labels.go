@@ -23,3 +23,19 @@ const (
 	// Failed. Label values cannot hold a measurement, so none is simulated.
 	LabelMockAttestation = MockLabelPrefix + "attestation"
 )
+
+// The devices of a Dynamic Resource Allocation driver that a lab node's
+// mock evidence names.
+const (
+	// LabelMockDRADriver names a DRA driver (e.g. gpu.example.com): the
+	// node's mock evidence names each GPU the driver publishes for the node
+	// in its ResourceSlices, by the uuid and model the slice states, in the
+	// node's sharing and CC modes.
+	LabelMockDRADriver = MockLabelPrefix + "dra-driver"
+	// AnnotationMockDRADevices, on a node that names a driver, lists the
+	// devices the evidence names, comma separated, each as name or
+	// name=SharingMode (e.g. gpu-0=Exclusive,gpu-1=TimeSlicing); a device
+	// of the slices it does not list has no evidence. Without it, every
+	// device of the driver is named.
+	AnnotationMockDRADevices = MockLabelPrefix + "dra-devices"
+)

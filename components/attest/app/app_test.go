@@ -9,6 +9,7 @@ import (
 	"flag"
 	"io"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,12 @@ func TestAttesterFlags(t *testing.T) {
 		{[]string{"--lab-node-measurements=w1=" + labMeasurement("a")}, "the --lab-* flags need --backend lab"},
 		{[]string{"--lab-epc-size=67108864"}, "the --lab-* flags need --backend lab"},
 		{[]string{"--backend=lab", "--lab-chain-dir=d", "--lab-measurement=m", "--lab-epc-size=-1"}, "--lab-epc-size -1 is negative"},
+		{[]string{`--lab-node-gpus={"w1":[{"id":"GPU-1"}]}`}, "the --lab-* flags need --backend lab"},
+		{[]string{`--lab-node-gpus={"w1":[{"id":"GPU-1","colour":"red"}]}`}, `unknown field "w1[0].colour"`},
+		{[]string{`--lab-node-gpus={"w1":[{"id":"GPU-1"},{"id":"GPU-1"}]}`}, "stated twice"},
+		{[]string{`--lab-node-gpus={"w1":[{"model":"x"}]}`}, "has no id"},
+		{[]string{`--lab-node-gpus={"w1":[{"id":"GPU-1","dra":{"driver":"d","pool":"p","device":"gpu-0"}}]}`}, "only the controller names"},
+		{[]string{`--lab-node-gpus={"w1":[{"id":"GPU-1","ccMode":"Maybe"}]}`}, `ccMode "Maybe" is unknown`},
 	} {
 		if _, err := parseAttesterFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
@@ -138,7 +145,8 @@ func TestAttesterNodeMeasurements(t *testing.T) {
 func TestAttesterServesLabEvidence(t *testing.T) {
 	m := sha512.Sum384([]byte("workload"))
 	o, err := parseAttesterFlags([]string{"--backend=lab", "--lab-chain-dir=" + labChainDir,
-		"--lab-measurement=sha384:" + hex.EncodeToString(m[:]), "--lab-host-data=" + strings.Repeat("42", 32), "--lab-epc-size=67108864"}, io.Discard)
+		"--lab-measurement=sha384:" + hex.EncodeToString(m[:]), "--lab-host-data=" + strings.Repeat("42", 32), "--lab-epc-size=67108864",
+		"--node-name=w1", `--lab-node-gpus={"w1": [{"id": "GPU-1", "model": "Example GPU", "ccMode": "On"}], "w2": [{"id": "GPU-2"}]}`}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,10 +167,15 @@ func TestAttesterServesLabEvidence(t *testing.T) {
 			t.Errorf("serve: %v", err)
 		}
 	}()
+	challenge := nonce.NewChallenge()
 	ev, err := (&attester.Client{}).Evidence(context.Background(), "http://"+ln.Addr().String(),
-		&attester.Request{NodeUID: "uid", Incarnation: "inc", Challenge: nonce.NewChallenge()})
+		&attester.Request{NodeUID: "uid", Incarnation: "inc", Challenge: challenge})
 	if err != nil {
 		t.Fatal(err)
+	}
+	want := []v1alpha1.GPUDevice{{ID: "GPU-1", Model: "Example GPU", CCMode: v1alpha1.CCModeOn}}
+	if !reflect.DeepEqual(ev.Devices, want) {
+		t.Errorf("devices %+v, want node w1's %+v", ev.Devices, want)
 	}
 	att, err := evidence.DecodeSNP(ev.Data)
 	if err != nil || ev.TEE != v1alpha1.TEESEVSNP {
@@ -170,6 +183,13 @@ func TestAttesterServesLabEvidence(t *testing.T) {
 	}
 	if r := att.GetReport(); !bytes.Equal(r.GetMeasurement(), m[:]) || r.GetHostData()[0] != 0x42 {
 		t.Errorf("measurement %x, host data %x", r.GetMeasurement(), r.GetHostData())
+	}
+	enc, err := attester.EncodeDevices(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd := nonce.ForDevices("uid", "inc", challenge, enc); !bytes.Equal(att.GetReport().GetReportData(), rd[:]) {
+		t.Errorf("the report data does not bind the devices: %x", att.GetReport().GetReportData())
 	}
 	if ev.EPCSize != 67108864 {
 		t.Errorf("EPC size %d, want --lab-epc-size 67108864", ev.EPCSize)

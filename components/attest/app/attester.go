@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +19,9 @@ import (
 	"github.com/google/go-configfs-tsm/configfs/linuxtsm"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	sigsjson "sigs.k8s.io/json"
 
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/api/version"
 	"github.com/xila-guard/xila-guard/components/attest/attester"
 	"github.com/xila-guard/xila-guard/components/attest/labtee"
@@ -45,6 +48,7 @@ type attesterOptions struct {
 	labPolicy         uint64
 	labGuestSVN       uint
 	labEPCSize        int64
+	labNodeGPUs       map[string][]v1alpha1.GPUDevice
 	reportTimeout     time.Duration
 	tlsCertFile       string
 	tlsKeyFile        string
@@ -76,6 +80,11 @@ func parseAttesterFlags(args []string, stderr io.Writer) (*attesterOptions, erro
 	fs.Uint64Var(&o.labPolicy, "lab-policy", labtee.DefaultPolicy, "lab: guest policy the reports state (bit 19 allows debugging)")
 	fs.UintVar(&o.labGuestSVN, "lab-guest-svn", 0, "lab: guest security version number the reports state")
 	fs.Int64Var(&o.labEPCSize, "lab-epc-size", 0, "lab: SGX enclave page cache size in bytes stated beside the reports (epcSize, e.g. 67108864); 0 states none")
+	fs.Func("lab-node-gpus", `lab: GPUs the TEE of particular nodes states it holds, bound into each report, as JSON: {"node": [{"id": "GPU-<uuid>", "model": "...", "ccMode": "On"}, ...]}; the node named by --node-name states its own, the others none`, func(v string) error {
+		m, err := parseNodeGPUs(v)
+		o.labNodeGPUs = m
+		return err
+	})
 	fs.DurationVar(&o.reportTimeout, "report-timeout", attester.DefaultReportTimeout, "bound on producing one piece of evidence, waiting for the TEE included")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM certificate; with --tls-key-file serves HTTPS, reloading the pair when the files change")
 	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
@@ -97,7 +106,7 @@ func parseAttesterFlags(args []string, stderr io.Writer) (*attesterOptions, erro
 
 func (o *attesterOptions) validate() error {
 	var errs []error
-	lab := o.labChainDir != "" || o.labMeasurement != "" || len(o.labNodeMeasures) > 0 || o.labHostData != "" || o.labPolicy != labtee.DefaultPolicy || o.labGuestSVN != 0 || o.labEPCSize != 0
+	lab := o.labChainDir != "" || o.labMeasurement != "" || len(o.labNodeMeasures) > 0 || o.labHostData != "" || o.labPolicy != labtee.DefaultPolicy || o.labGuestSVN != 0 || o.labEPCSize != 0 || len(o.labNodeGPUs) > 0
 	switch o.backend {
 	case BackendTSM:
 		if lab {
@@ -189,7 +198,36 @@ func (o *attesterOptions) newBackend() (attester.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--lab-host-data: %w", err)
 	}
-	return &attester.Lab{Chain: chain, Measurement: m, HostData: hd, Policy: o.labPolicy, GuestSVN: uint32(o.labGuestSVN), EPCSize: o.labEPCSize}, nil
+	return &attester.Lab{Chain: chain, Measurement: m, HostData: hd, Policy: o.labPolicy, GuestSVN: uint32(o.labGuestSVN), EPCSize: o.labEPCSize,
+		GPUs: o.labNodeGPUs[o.nodeName]}, nil
+}
+
+// parseNodeGPUs reads --lab-node-gpus: GPUs by node, each list as an
+// attester may state it (attester.CheckDevices), and each GPU's fields
+// known and within the NodeSecurityState's enumerations.
+func parseNodeGPUs(v string) (map[string][]v1alpha1.GPUDevice, error) {
+	var m map[string][]v1alpha1.GPUDevice
+	strict, err := sigsjson.UnmarshalStrict([]byte(v), &m, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	if err == nil {
+		err = errors.Join(strict...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for node, gpus := range m {
+		if node == "" {
+			return nil, errors.New("a node without a name")
+		}
+		if err := attester.CheckDevices(gpus); err != nil {
+			return nil, fmt.Errorf("node %s: %w", node, err)
+		}
+		for _, g := range gpus {
+			if g.SharingMode != "" && !slices.Contains(v1alpha1.GPUSharingModes, g.SharingMode) || g.CCMode != "" && !slices.Contains(v1alpha1.GPUCCModes, g.CCMode) {
+				return nil, fmt.Errorf("node %s: GPU %s: sharingMode %q or ccMode %q is unknown", node, g.ID, g.SharingMode, g.CCMode)
+			}
+		}
+	}
+	return m, nil
 }
 
 func runAttester(ctx context.Context, o *attesterOptions, stderr io.Writer) error {

@@ -46,6 +46,7 @@ import (
 // +kubebuilder:rbac:groups=events.k8s.io;"",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=guard.xila.us,resources=nodesecuritystates,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices,verbs=list
 //
 // The lab chain Secret (--lab-chain-secret) is read and created in the
 // controller's own namespace only: the chart grants that with a Role.

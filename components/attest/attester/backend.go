@@ -18,6 +18,16 @@ type Evidence struct {
 	// none. No signature covers it: it is the attester's word, taken only
 	// together with evidence that verifies.
 	EPCSize int64
+	// Devices are the GPUs the TEE holds, as the server stated them.
+	Devices []v1alpha1.GPUDevice
+}
+
+// DeviceStater is a backend whose TEE holds GPUs it states with its
+// evidence. The server binds them into the report data it asks the
+// backend for (ReportDataOf), so that the report's signature covers them.
+type DeviceStater interface {
+	// Devices are the GPUs, without dra (CheckDevices).
+	Devices() []v1alpha1.GPUDevice
 }
 
 // Backend produces evidence that carries the given report data.

@@ -67,6 +67,11 @@ func (c *Client) Evidence(ctx context.Context, baseURL string, req *Request) (*E
 		return nil, fmt.Errorf("the attester's answer has no evidence")
 	case out.EPCSize < 0:
 		return nil, fmt.Errorf("the attester's answer: epcSize %d is negative", out.EPCSize)
+	case len(out.Devices) > 0 && len(req.ReportData) > 0:
+		return nil, fmt.Errorf("the attester's answer states devices, which a request that gives reportData takes none of")
 	}
-	return &Evidence{TEE: out.TEE, Data: out.Evidence, EPCSize: out.EPCSize}, nil
+	if err := CheckDevices(out.Devices); err != nil {
+		return nil, fmt.Errorf("the attester's answer: %w", err)
+	}
+	return &Evidence{TEE: out.TEE, Data: out.Evidence, EPCSize: out.EPCSize, Devices: out.Devices}, nil
 }

@@ -32,9 +32,18 @@ type Lab struct {
 	// EPCSize is the SGX enclave page cache size in bytes the lab states
 	// beside its reports (Evidence.EPCSize); 0 for none.
 	EPCSize int64
+	// GPUs are the GPUs the lab TEE states it holds, bound into each
+	// report; none when empty.
+	GPUs []v1alpha1.GPUDevice
 }
 
-var _ Backend = (*Lab)(nil)
+var (
+	_ Backend      = (*Lab)(nil)
+	_ DeviceStater = (*Lab)(nil)
+)
+
+// Devices implements DeviceStater.
+func (l *Lab) Devices() []v1alpha1.GPUDevice { return l.GPUs }
 
 // Name implements Backend.
 func (l *Lab) Name() string { return "lab" }

@@ -1,6 +1,7 @@
 package attester
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -55,6 +56,43 @@ type Response struct {
 	// stated beside the evidence and covered by no signature; left out
 	// when the attester states none.
 	EPCSize int64 `json:"epcSize,omitempty"`
+	// Devices are the GPUs the TEE holds, each by its UUID (id) with its
+	// model, MIG facts and CC mode, and without dra: the controller names
+	// the DRA device of each from the node's ResourceSlices. The report's
+	// signature covers them: its report data is then
+	// nonce.ForDevices over EncodeDevices(Devices). Left out when the
+	// attester states none, or answers a request that gives reportData.
+	Devices []v1alpha1.GPUDevice `json:"devices,omitempty"`
+}
+
+// MaxDevices is the most GPUs an answer may state, as many as a
+// NodeSecurityState lists.
+const MaxDevices = 64
+
+// EncodeDevices is the encoding of the devices that the report data
+// binds: their JSON, in the order given.
+func EncodeDevices(devices []v1alpha1.GPUDevice) ([]byte, error) {
+	return json.Marshal(devices)
+}
+
+// CheckDevices says what is wrong with the devices an attester states.
+func CheckDevices(devices []v1alpha1.GPUDevice) error {
+	if len(devices) > MaxDevices {
+		return fmt.Errorf("%d devices, more than %d", len(devices), MaxDevices)
+	}
+	seen := map[string]bool{}
+	for i, d := range devices {
+		switch {
+		case d.ID == "":
+			return fmt.Errorf("device %d has no id", i)
+		case seen[d.ID]:
+			return fmt.Errorf("device %s is stated twice", d.ID)
+		case d.DRA != nil:
+			return fmt.Errorf("device %s names a DRA device, which only the controller names", d.ID)
+		}
+		seen[d.ID] = true
+	}
+	return nil
 }
 
 // ErrorResponse is the body of every answer but 200.
@@ -63,14 +101,17 @@ type ErrorResponse struct {
 	Message string `json:"message"`
 }
 
-// ReportDataOf returns the report data a request asks for, or says why the
-// request is malformed.
-func ReportDataOf(r *Request) ([nonce.Size]byte, error) {
+// ReportDataOf returns the report data a request asks for, of evidence
+// that states devices, or says why the request is malformed. A request
+// that gives the report data itself takes no devices.
+func ReportDataOf(r *Request, devices []v1alpha1.GPUDevice) ([nonce.Size]byte, error) {
 	var out [nonce.Size]byte
 	parts := r.NodeUID != "" || r.Incarnation != "" || len(r.Challenge) > 0
 	switch {
 	case len(r.ReportData) > 0 && parts:
 		return out, errors.New("give either reportData or nodeUID, incarnation and challenge, not both")
+	case len(r.ReportData) > 0 && len(devices) > 0:
+		return out, errors.New("a request that gives reportData takes no devices")
 	case len(r.ReportData) > 0:
 		if len(r.ReportData) != nonce.Size {
 			return out, fmt.Errorf("reportData is %d bytes, want %d", len(r.ReportData), nonce.Size)
@@ -93,5 +134,15 @@ func ReportDataOf(r *Request) ([nonce.Size]byte, error) {
 	if err := errors.Join(errs...); err != nil {
 		return out, err
 	}
-	return nonce.For(r.NodeUID, r.Incarnation, r.Challenge), nil
+	if len(devices) == 0 {
+		return nonce.For(r.NodeUID, r.Incarnation, r.Challenge), nil
+	}
+	if err := CheckDevices(devices); err != nil {
+		return out, err
+	}
+	enc, err := EncodeDevices(devices)
+	if err != nil {
+		return out, err
+	}
+	return nonce.ForDevices(r.NodeUID, r.Incarnation, r.Challenge, enc), nil
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 )
 
 // DefaultReportTimeout bounds one report request to the backend.
@@ -130,7 +132,14 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) (int, string) {
 	if err := decodeStrict(body, &req); err != nil {
 		return http.StatusBadRequest, err.Error()
 	}
-	reportData, err := ReportDataOf(&req)
+	var devices []v1alpha1.GPUDevice
+	if ds, ok := s.cfg.Backend.(DeviceStater); ok && len(req.ReportData) == 0 {
+		devices = ds.Devices()
+		if err := CheckDevices(devices); err != nil {
+			return http.StatusInternalServerError, fmt.Sprintf("%s states devices that cannot be sent: %v", s.cfg.Backend.Name(), err)
+		}
+	}
+	reportData, err := ReportDataOf(&req, devices)
 	if err != nil {
 		return http.StatusBadRequest, err.Error()
 	}
@@ -152,7 +161,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) (int, string) {
 		}
 		return http.StatusInternalServerError, fmt.Sprintf("%s: %v", s.cfg.Backend.Name(), err)
 	}
-	out, err := json.Marshal(Response{TEE: ev.TEE, Evidence: ev.Data, EPCSize: ev.EPCSize})
+	out, err := json.Marshal(Response{TEE: ev.TEE, Evidence: ev.Data, EPCSize: ev.EPCSize, Devices: devices})
 	if err != nil {
 		return http.StatusInternalServerError, err.Error()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha512"
 	"encoding/hex"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -107,7 +109,11 @@ func (f *fetcher) Evidence(ctx context.Context, url string, req *attester.Reques
 		req = &r
 		f.tamper(req, nil)
 	}
-	rd, err := attester.ReportDataOf(req)
+	var devices []v1alpha1.GPUDevice
+	if ds, ok := f.backend.(attester.DeviceStater); ok {
+		devices = ds.Devices()
+	}
+	rd, err := attester.ReportDataOf(req, devices)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +121,7 @@ func (f *fetcher) Evidence(ctx context.Context, url string, req *attester.Reques
 	if err != nil {
 		return nil, err
 	}
+	ev.Devices = slices.Clone(devices) // as decoded from the answer
 	if f.tamper != nil {
 		f.tamper(nil, ev)
 	}
@@ -148,6 +155,12 @@ func newRig(t testing.TB, objs ...client.Object) *rig {
 	g.fetcher = &fetcher{backend: g.lab}
 	g.client = fake.NewClientBuilder().WithScheme(testScheme(t)).
 		WithIndex(&corev1.Pod{}, IndexNodeName, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		WithIndex(&resourcev1.ResourceSlice{}, resourcev1.ResourceSliceSelectorNodeName, func(o client.Object) []string {
+			if n := o.(*resourcev1.ResourceSlice).Spec.NodeName; n != nil {
+				return []string{*n}
+			}
+			return nil
+		}).
 		WithObjects(append([]client.Object{g.node, g.pod}, objs...)...).Build()
 	m, err := NewMetrics(newRegistry(), clock.Now)
 	if err != nil {

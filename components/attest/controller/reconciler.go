@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +25,7 @@ import (
 	"github.com/xila-guard/xila-guard/components/attest/attester"
 	"github.com/xila-guard/xila-guard/components/attest/nonce"
 	"github.com/xila-guard/xila-guard/components/attest/verify"
+	"github.com/xila-guard/xila-guard/components/core/devices"
 )
 
 // Defaults of the Reconciler's timing.
@@ -273,9 +275,18 @@ func (r *Reconciler) attestLocked(ctx context.Context, node *corev1.Node, pod *c
 		r.Metrics.attested(ResultUnreachable, "")
 		return nil, fmt.Errorf("attester %s/%s on node %s: %w: %w", pod.Namespace, pod.Name, node.Name, ErrAttesterUnreachable, err)
 	}
+	expected := nonce.For(string(node.UID), inc, challenge)
+	if len(ev.Devices) > 0 {
+		enc, err := attester.EncodeDevices(ev.Devices)
+		if err != nil {
+			r.Metrics.attested(ResultError, "")
+			return nil, fmt.Errorf("encoding the devices of node %s: %w", node.Name, err)
+		}
+		expected = nonce.ForDevices(string(node.UID), inc, challenge, enc)
+	}
 	verifyStart := time.Now()
 	res, verr := r.Verifier.Verify(verify.Request{
-		TEE: ev.TEE, Evidence: ev.Data, Nonce: nonce.For(string(node.UID), inc, challenge),
+		TEE: ev.TEE, Evidence: ev.Data, Nonce: expected,
 		ChallengedAt: challengedAt, Profile: r.Profile, References: refs,
 	})
 	r.Metrics.verified(time.Since(verifyStart))
@@ -284,11 +295,18 @@ func (r *Reconciler) attestLocked(ctx context.Context, node *corev1.Node, pod *c
 		r.Metrics.attested(ResultError, "")
 		return nil, err
 	}
+	var devs []v1alpha1.GPUDevice
+	if tee.Attestation.Verdict == v1alpha1.AttestationPassed && len(ev.Devices) > 0 {
+		if devs, err = r.draDevices(ctx, reader, node.Name, ev.Devices); err != nil {
+			r.Metrics.attested(ResultError, "")
+			return nil, err
+		}
+	}
 	at := metav1.NewTime(r.now().UTC().Truncate(time.Second))
 	tee.Attestation.VerifiedAt = at
 	tee.Attestation.Verifier = r.verifierName()
 	nss, err := r.write(ctx, node, old, v1alpha1.NodeSecurityStateSpec{
-		NodeUID: node.UID, Incarnation: inc, ObservedAt: at, Source: v1alpha1.SourceAttested, Complete: true, TEE: tee,
+		NodeUID: node.UID, Incarnation: inc, ObservedAt: at, Source: v1alpha1.SourceAttested, Complete: true, TEE: tee, Devices: devs,
 	})
 	if err != nil {
 		r.Metrics.attested(ResultError, "")
@@ -298,6 +316,43 @@ func (r *Reconciler) attestLocked(ctx context.Context, node *corev1.Node, pod *c
 	r.record(nss, node, old)
 	return nss, nil
 }
+
+// draDevices are the GPUs the node's TEE stated in evidence that verified,
+// each named as the DRA device whose ResourceSlice on the node states its
+// UUID (the first by driver, pool and name, if several do). A GPU no
+// slice states keeps no DRA name: it counts as a GPU of the node, and no
+// allocation can be judged by it. The slices are the node's word, read
+// from the API server at each attestation; what they say of a device
+// beyond its UUID is checked against the evidence at allocation.
+func (r *Reconciler) draDevices(ctx context.Context, reader client.Reader, node string, stated []v1alpha1.GPUDevice) ([]v1alpha1.GPUDevice, error) {
+	var sl resourcev1.ResourceSliceList
+	if err := reader.List(ctx, &sl, client.MatchingFields{resourcev1.ResourceSliceSelectorNodeName: node}); err != nil {
+		return nil, fmt.Errorf("listing the ResourceSlices of node %s: %w", node, err)
+	}
+	byUUID := map[string]*v1alpha1.DRADeviceRef{}
+	for i := range sl.Items {
+		s := &sl.Items[i]
+		for j := range s.Spec.Devices {
+			d := &s.Spec.Devices[j]
+			uuid := devices.FactsOf(s.Spec.Driver, d).UUID
+			if uuid == "" || devices.NodeOf(s, d) != node {
+				continue
+			}
+			ref := &v1alpha1.DRADeviceRef{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
+			if prev, ok := byUUID[uuid]; !ok || refKey(ref) < refKey(prev) {
+				byUUID[uuid] = ref
+			}
+		}
+	}
+	out := make([]v1alpha1.GPUDevice, len(stated))
+	for i, d := range stated {
+		d.DRA = byUUID[d.ID]
+		out[i] = d
+	}
+	return out, nil
+}
+
+func refKey(r *v1alpha1.DRADeviceRef) string { return r.Driver + "/" + r.Pool + "/" + r.Device }
 
 // pinnedChip is the chip the node UID's evidence is bound to: the chip ID
 // of its attested evidence, when that names the same node UID.

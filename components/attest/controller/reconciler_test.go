@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/xila-guard/xila-guard/components/api/fixture"
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
 	"github.com/xila-guard/xila-guard/components/attest/attester"
@@ -441,6 +443,86 @@ func TestReconcileEPCSizeOnlyFromVerifiedEvidence(t *testing.T) {
 		g.reconcile()
 		if got := g.state().Spec.TEE.EPCSize; got != nil {
 			t.Errorf("epcSize %v after the attester stopped stating it", got)
+		}
+	})
+}
+
+// TestReconcileAttestedDevices: the GPUs the TEE states are written only
+// from evidence that verified and binds them, each named as the DRA
+// device whose slice on the node states its UUID.
+func TestReconcileAttestedDevices(t *testing.T) {
+	gpus := []v1alpha1.GPUDevice{
+		{ID: "GPU-aaaa", Vendor: "nvidia", Model: "Example GPU", CCMode: v1alpha1.CCModeOn},
+		{ID: "GPU-bbbb", Vendor: "nvidia", Model: "Example GPU", CCMode: v1alpha1.CCModeOn},
+	}
+	slices := func() []client.Object {
+		own := fixture.MakeResourceSlice("node-1", "gpu.example.com").GPU("gpu-1", "GPU-aaaa", "Example GPU").GPU("gpu-0", "GPU-zzzz", "Example GPU").Obj()
+		// Another driver's slice on the node states the same GPU: the
+		// first by driver, pool and device names it.
+		vfio := fixture.MakeResourceSlice("node-1", "gpu.nvidia.com").GPU("gpu-1-vfio", "GPU-aaaa", "Example GPU").Obj()
+		// Another node's slice states the node's other GPU: not the node's.
+		other := fixture.MakeResourceSlice("node-2", "gpu.example.com").GPU("gpu-0", "GPU-bbbb", "Example GPU").Obj()
+		return []client.Object{own, vfio, other}
+	}
+	dra := func(driver, device string) *v1alpha1.DRADeviceRef {
+		return &v1alpha1.DRADeviceRef{Driver: driver, Pool: "node-1", Device: device}
+	}
+	t.Run("G-ATTESTED-DEVICES verified: each GPU named by its UUID's slice device", func(t *testing.T) {
+		g := newRig(t, slices()...)
+		g.lab.GPUs = gpus
+		g.reconcile()
+		s := g.state().Spec
+		if s.TEE.Attestation.Verdict != v1alpha1.AttestationPassed {
+			t.Fatalf("attestation %+v", s.TEE.Attestation)
+		}
+		want := []v1alpha1.GPUDevice{gpus[0], gpus[1]}
+		want[0].DRA = dra("gpu.example.com", "gpu-1")
+		if d := cmp.Diff(want, s.Devices); d != "" {
+			t.Errorf("devices (-want +got):\n%s", d)
+		}
+	})
+	for _, tc := range []struct {
+		name   string
+		tamper func(req *attester.Request, ev *attester.Evidence)
+		reason guard.Reason
+	}{
+		{name: "a GPU added to the answer", reason: guard.ReasonNonceMismatch, tamper: func(_ *attester.Request, ev *attester.Evidence) {
+			if ev != nil {
+				ev.Devices = append(ev.Devices, v1alpha1.GPUDevice{ID: "GPU-cccc", CCMode: v1alpha1.CCModeOn})
+			}
+		}},
+		{name: "a GPU's CC mode changed in the answer", reason: guard.ReasonNonceMismatch, tamper: func(_ *attester.Request, ev *attester.Evidence) {
+			if ev != nil {
+				ev.Devices[1].CCMode = v1alpha1.CCModeOff
+			}
+		}},
+		{name: "the GPUs dropped from the answer", reason: guard.ReasonNonceMismatch, tamper: func(_ *attester.Request, ev *attester.Evidence) {
+			if ev != nil {
+				ev.Devices = nil
+			}
+		}},
+	} {
+		t.Run("G-ATTESTED-DEVICES "+tc.name+": refused, and no GPU written", func(t *testing.T) {
+			g := newRig(t, slices()...)
+			g.lab.GPUs = gpus
+			g.fetcher.tamper = tc.tamper
+			g.reconcile()
+			s := g.state().Spec
+			if a := s.TEE.Attestation; a.Verdict != v1alpha1.AttestationFailed || a.Reason != tc.reason {
+				t.Errorf("attestation %s %s, want Failed %s", a.Verdict, a.Reason, tc.reason)
+			}
+			if len(s.Devices) != 0 {
+				t.Errorf("devices %+v from evidence that did not verify", s.Devices)
+			}
+		})
+	}
+	t.Run("refused by the measurement: no GPU written", func(t *testing.T) {
+		g := newRig(t, slices()...)
+		g.lab.GPUs = gpus
+		g.lab.Measurement[0] ^= 1
+		g.reconcile()
+		if s := g.state().Spec; s.TEE.Attestation.Verdict != v1alpha1.AttestationFailed || len(s.Devices) != 0 {
+			t.Errorf("attestation %s, devices %+v", s.TEE.Attestation.Verdict, s.Devices)
 		}
 	})
 }

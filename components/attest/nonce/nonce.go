@@ -21,8 +21,24 @@ const domain = "xila-guard attest nonce v1"
 // incarnation: SHA-512 over a domain string and the three values, each
 // prefixed with its length so that no two inputs give the same bytes.
 func For(nodeUID, incarnation string, challenge []byte) [Size]byte {
+	return sum(domain, []byte(nodeUID), []byte(incarnation), challenge)
+}
+
+// devicesDomain separates the nonces of evidence that states devices from
+// those of evidence that states none.
+const devicesDomain = "xila-guard attest nonce with devices v1"
+
+// ForDevices returns the nonce of evidence that also states the devices
+// the TEE holds, encoded as devices: For's fields and the encoding, under
+// a domain of its own, so that the report's signature covers the devices
+// too and evidence stating none can never pass for evidence stating some.
+func ForDevices(nodeUID, incarnation string, challenge, devices []byte) [Size]byte {
+	return sum(devicesDomain, []byte(nodeUID), []byte(incarnation), challenge, devices)
+}
+
+func sum(domain string, fields ...[]byte) [Size]byte {
 	h := sha512.New()
-	for _, field := range [][]byte{[]byte(domain), []byte(nodeUID), []byte(incarnation), challenge} {
+	for _, field := range append([][]byte{[]byte(domain)}, fields...) {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(field)))
 		h.Write(n[:])

@@ -52,6 +52,27 @@ func TestForValue(t *testing.T) {
 	}
 }
 
+// TestForDevicesBindsTheDevices: evidence that states devices has another
+// nonce than evidence that states none, or other devices.
+func TestForDevicesBindsTheDevices(t *testing.T) {
+	c := []byte("challenge-0123456789abcdef012345")
+	with := ForDevices("uid-1", "boot-1", c, []byte(`[{"id":"GPU-1"}]`))
+	for name, other := range map[string][Size]byte{
+		"no devices":       For("uid-1", "boot-1", c),
+		"an empty list":    ForDevices("uid-1", "boot-1", c, nil),
+		"other devices":    ForDevices("uid-1", "boot-1", c, []byte(`[{"id":"GPU-2"}]`)),
+		"another node":     ForDevices("uid-2", "boot-1", c, []byte(`[{"id":"GPU-1"}]`)),
+		"shifted boundary": ForDevices("uid-1", "boot-1", append(bytes.Clone(c), '['), []byte(`{"id":"GPU-1"}]`)),
+	} {
+		if other == with {
+			t.Errorf("the nonce of %s equals that of the devices", name)
+		}
+	}
+	if ForDevices("uid-1", "boot-1", c, []byte(`[{"id":"GPU-1"}]`)) != with {
+		t.Error("ForDevices is not deterministic")
+	}
+}
+
 func TestNewChallenge(t *testing.T) {
 	a, b := NewChallenge(), NewChallenge()
 	if len(a) != ChallengeSize || len(b) != ChallengeSize {

@@ -2,6 +2,7 @@ package devices
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -160,6 +161,17 @@ func NodeOf(slice *resourcev1.ResourceSlice, d *resourcev1.Device) string {
 		return *slice.Spec.NodeName
 	}
 	return ""
+}
+
+// Nodes are the nodes whose devices a slice publishes, each once.
+func Nodes(slice *resourcev1.ResourceSlice) []string {
+	var out []string
+	for i := range slice.Spec.Devices {
+		if n := NodeOf(slice, &slice.Spec.Devices[i]); n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // PodClaims names the ResourceClaims a pod uses: those it names, and

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
-	"github.com/xila-guard/xila-guard/components/core/devices"
 	"github.com/xila-guard/xila-guard/components/observe/compliance"
+	"github.com/xila-guard/xila-guard/components/observe/evidence"
 )
 
 // Served reports whether the API server serves DeviceTaintRules
@@ -48,21 +48,6 @@ func (t *Tainter) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		return compliance.AllNodes(ctx, c)
 	})
-	sliceNodes := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		s, ok := o.(*resourcev1.ResourceSlice)
-		if !ok {
-			return nil
-		}
-		seen := map[string]bool{}
-		var out []reconcile.Request
-		for i := range s.Spec.Devices {
-			if n := devices.NodeOf(s, &s.Spec.Devices[i]); n != "" && !seen[n] {
-				seen[n] = true
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: n}})
-			}
-		}
-		return out
-	})
 	ruleNode := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if o.GetLabels()[LabelManagedBy] != ManagedBy || o.GetLabels()[LabelNode] == "" {
 			return nil
@@ -72,7 +57,7 @@ func (t *Tainter) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("device-taints").
 		For(&corev1.Node{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.NodeSecurityState{}, &handler.EnqueueRequestForObject{}).
-		Watches(&resourcev1.ResourceSlice{}, sliceNodes).
+		Watches(&resourcev1.ResourceSlice{}, handler.EnqueueRequestsFromMapFunc(evidence.SliceNodes)).
 		Watches(&resourcev1alpha3.DeviceTaintRule{}, ruleNode).
 		Watches(&v1alpha1.TenantBinding{}, all).
 		Watches(&v1alpha1.PlacementPolicy{}, all).

@@ -10,16 +10,19 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/xila-guard/xila-guard/components/api/guard"
 	"github.com/xila-guard/xila-guard/components/api/v1alpha1"
+	"github.com/xila-guard/xila-guard/components/core/devices"
 )
 
 // DefaultRefreshPeriod is how often unchanged mock evidence is confirmed,
@@ -50,12 +53,29 @@ type Publisher struct {
 
 var _ reconcile.Reconciler = &Publisher{}
 
-// SetupWithManager registers the publisher for Nodes and the states it owns.
+// SetupWithManager registers the publisher for Nodes and the states it
+// owns, and in lab mode for the ResourceSlices mock evidence reads.
 func (p *Publisher) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("evidence-publisher").
+	b := ctrl.NewControllerManagedBy(mgr).Named("evidence-publisher").
 		For(&corev1.Node{}).
-		Owns(&v1alpha1.NodeSecurityState{}).
-		Complete(p)
+		Owns(&v1alpha1.NodeSecurityState{})
+	if p.Lab {
+		b = b.Watches(&resourcev1.ResourceSlice{}, handler.EnqueueRequestsFromMapFunc(SliceNodes))
+	}
+	return b.Complete(p)
+}
+
+// SliceNodes maps a ResourceSlice to the nodes whose devices it publishes.
+func SliceNodes(_ context.Context, o client.Object) []reconcile.Request {
+	s, ok := o.(*resourcev1.ResourceSlice)
+	if !ok {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, n := range devices.Nodes(s) {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: n}})
+	}
+	return out
 }
 
 // Incarnation derives the evidence incarnation from the node's UID and boot
@@ -79,9 +99,17 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	if !inPool || !node.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, p.remove(ctx, node.Name)
 	}
+	var sl []resourcev1.ResourceSlice
+	if p.Lab && node.Labels[guard.LabelMockDRADriver] != "" {
+		var list resourcev1.ResourceSliceList
+		if err := p.Client.List(ctx, &list); err != nil {
+			return reconcile.Result{}, fmt.Errorf("listing ResourceSlices for the mock evidence of node %s: %w", node.Name, err)
+		}
+		sl = list.Items
+	}
 	now := p.now()
 	period := p.period()
-	want, confirmed := p.spec(node, now)
+	want, confirmed := p.spec(node, sl, now)
 
 	nss := &v1alpha1.NodeSecurityState{}
 	err := p.Client.Get(ctx, client.ObjectKey{Name: node.Name}, nss)
@@ -132,9 +160,15 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 // profile). nfd evidence is confirmed by GPU feature discovery's
 // timestamp label; without one, nothing confirms it, and its observedAt is
 // when its facts were first read, so that a labeller that stops shows up
-// as stale evidence.
-func (p *Publisher) spec(node *corev1.Node, now time.Time) (v1alpha1.NodeSecurityStateSpec, bool) {
+// as stale evidence. Mock evidence also names the DRA devices of the
+// driver the node names, from the ResourceSlices sl.
+func (p *Publisher) spec(node *corev1.Node, sl []resourcev1.ResourceSlice, now time.Time) (v1alpha1.NodeSecurityStateSpec, bool) {
 	f := FromLabels(node.Labels, p.Lab)
+	if f.Source == v1alpha1.SourceMock {
+		dra, ok := mockDRADevices(node, sl, len(f.Devices))
+		f.Devices = append(f.Devices, dra...)
+		f.Complete = f.Complete && ok
+	}
 	at := metav1.NewTime(now.UTC().Truncate(time.Second))
 	confirmed := f.Source == v1alpha1.SourceMock
 	if f.Source == v1alpha1.SourceNFD {

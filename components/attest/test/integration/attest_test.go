@@ -146,10 +146,21 @@ type switchable struct {
 func (s *switchable) set(b attester.Backend) { s.mu.Lock(); s.b = b; s.mu.Unlock() }
 func (s *switchable) Name() string           { return "switchable" }
 func (s *switchable) Evidence(ctx context.Context, rd [nonce.Size]byte) (*attester.Evidence, error) {
+	return s.get().Evidence(ctx, rd)
+}
+
+// Devices states the devices of the backend, if it states any.
+func (s *switchable) Devices() []v1alpha1.GPUDevice {
+	if ds, ok := s.get().(attester.DeviceStater); ok {
+		return ds.Devices()
+	}
+	return nil
+}
+
+func (s *switchable) get() attester.Backend {
 	s.mu.Lock()
-	b := s.b
-	s.mu.Unlock()
-	return b.Evidence(ctx, rd)
+	defer s.mu.Unlock()
+	return s.b
 }
 
 // forging signs another node's nonce whatever it is asked, as a

@@ -33,13 +33,10 @@ import (
 type failing struct {
 	postbind.Evaluator
 	down atomic.Bool
-	// refused counts the requests refused while down.
-	refused atomic.Int64
 }
 
 func (f *failing) Evaluate(ctx context.Context, req *wire.EvaluateRequest) (wire.NodeResult, error) {
 	if f.down.Load() {
-		f.refused.Add(1)
 		return wire.NodeResult{}, errors.New("evaluator unavailable")
 	}
 	return f.Evaluator.Evaluate(ctx, req)
