@@ -135,6 +135,58 @@ func TestAttestation(t *testing.T) {
 			deletePodNow(ctx, t, cs, p)
 			return ctx
 		}).
+		Assess("G-ATTESTED-DEVICES real DRA driver: the lab TEE states one GPU in its signed report, the controller names its DRA device, and only that device is allocated to the tenant", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			a := attestedFrom(ctx, t)
+			g, _ := ctx.Value(attestedGPUKey{}).(attestedGPU)
+			cs := clientset(t, cfg)
+			w := a.workers[attestedWorker]
+			want := v1alpha1.DRADeviceRef{Driver: lab.DRADriver, Pool: w, Device: "gpu-0"}
+			waitAttested(ctx, t, cfg, w, time.Minute, func(s *attestedSpec) bool {
+				return len(s.Devices) == 1 && s.Devices[0].ID == g.uuid && s.Devices[0].DRA != nil && *s.Devices[0].DRA == want
+			})
+			// The tampered worker's attestation fails: its TEE's word on
+			// GPUs is not written.
+			if s := waitAttested(ctx, t, cfg, a.workers[tamperedWorker], time.Minute, func(*attestedSpec) bool { return true }); len(s.Devices) != 0 {
+				t.Errorf("the tampered worker's evidence lists devices %+v", s.Devices)
+			}
+			tpl := fixture.MakeResourceClaimTemplate("attested-gpu", a.tenant,
+				indexed(fixture.MakeResourceClaim("", a.tenant).Request("gpu", lab.DRADriver, 1).Config(lab.DRADriver, fixture.ExampleSpacePartitioning), 0).Obj()).Obj()
+			if _, err := cs.ResourceV1().ResourceClaimTemplates(a.tenant).Create(ctx, tpl, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			p := fixture.MakePod("attested-gpu", a.tenant).Scheduler(lab.ControlledScheduler).Image(suite.Agnhost, corev1.PullNever).Args("pause").Obj()
+			lab.WithClaimFromTemplate(tpl.Name)(p)
+			lab.PinnedTo(w)(p)
+			if _, err := cs.CoreV1().Pods(a.tenant).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			running := waitRunning(ctx, t, cs, a.tenant, p.Name)
+			c := podClaim(ctx, t, cs, running)
+			if c.Status.Allocation == nil || len(c.Status.Allocation.Devices.Results) != 1 {
+				t.Fatalf("claim %s: allocation %+v, want one device", c.Name, c.Status.Allocation)
+			}
+			if r := c.Status.Allocation.Devices.Results[0]; r.Driver != want.Driver || r.Pool != want.Pool || r.Device != want.Device {
+				t.Errorf("claim %s was given %s/%s/%s, want the attested GPU %s/%s/%s", c.Name, r.Driver, r.Pool, r.Device, want.Driver, want.Pool, want.Device)
+			}
+			// An allocator writing the devices the TEEs do not state: the
+			// attested worker's other GPU, and the tampered worker's.
+			allocator, _, err := labCluster(t, cfg).As("system:kube-scheduler")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, target := range []struct{ node, device string }{{w, "gpu-1"}, {a.workers[tamperedWorker], "gpu-0"}} {
+				claim := fixture.MakeResourceClaim(fmt.Sprintf("unattested-%d", i), a.tenant).Request("gpu", lab.DRADriver, 1).Config(lab.DRADriver, fixture.ExampleSpacePartitioning).Obj()
+				created, err := cs.ResourceV1().ResourceClaims(a.tenant).Create(ctx, claim, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := fixture.RefusedWith(allocateByHand(ctx, allocator, created, target.node, target.device), guard.ReasonDeviceEvidenceMissing); err != nil {
+					t.Errorf("allocating %s of %s, which no TEE states: %v", target.device, target.node, err)
+				}
+			}
+			deletePodNow(ctx, t, cs, running)
+			return ctx
+		}).
 		Assess("G-EPC-CAPACITY TEE resources: the attested worker offers its EPC and enclaves, counted like memory, again after kubelet restarts", assessTEEResources).
 		Assess("key release: the tenant's pod on the attested worker gets the tenant's key", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			a, k := attestedFrom(ctx, t), keyReleaseFrom(ctx, t)
@@ -355,15 +407,33 @@ func installAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config) 
 	a := &tenantPool{tenant: envconf.RandomName("xg-attested", 16), workers: twoWorkers(ctx, t, cs)}
 	ctx = context.WithValue(ctx, attestedKey{}, a)
 	createTenant(ctx, t, cfg, fixture.MakePlacementPolicy(a.tenant, v1alpha1.SourceAttested).MaxAge(time.Minute).
-		TEE(v1alpha1.TEESEVSNP).Measurements(allowedMeasurement).RequireAttestation(maxAttestationAge).Obj())
+		TEE(v1alpha1.TEESEVSNP).Measurements(allowedMeasurement).RequireAttestation(maxAttestationAge).
+		Devices(v1alpha1.DevicePolicy{DeviceClasses: []string{lab.DRADriver}}).Obj())
 	ctx = setUpKeyRelease(ctx, t, cs, dyn, a.tenant)
 	for _, w := range a.workers {
 		setPool(ctx, t, cfg, w, a.tenant)
 		patchNodeLabels(ctx, t, cs, w, map[string]*string{attesterLabel: ptrTo("on")})
 	}
+	// The DRA example driver publishes two GPUs on each worker, and the
+	// lab TEE of the attested worker states the first of its own.
+	slices, err := labCluster(t, cfg).InstallDRADriver(ctx, suite.DRAExampleChart, suite.DRAExampleImage, 2, a.workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := a.workers[attestedWorker]
+	uuid, model, err := lab.DRAGPU(slices[w], "gpu-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx = context.WithValue(ctx, attestedGPUKey{}, attestedGPU{node: w, uuid: uuid, model: model})
 	helmInstallAttestation(ctx, t, cfg, "lab", a.workers[tamperedWorker])
 	return ctx
 }
+
+// attestedGPU is the GPU the lab TEE of the attested worker states.
+type attestedGPU struct{ node, uuid, model string }
+
+type attestedGPUKey struct{}
 
 // helmInstallAttestation installs or upgrades the chart with the
 // attestation controller in profile, the attesters of the tampered workers
@@ -397,6 +467,16 @@ func helmInstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Conf
 		// attesters and the challenge endpoint.
 		"networkPolicy": map[string]any{"enabled": true},
 	})
+	// The lab TEE states its GPU, the webhook judges allocations, and the
+	// DRA driver's kubelet plugin may run on the pool.
+	if g, ok := ctx.Value(attestedGPUKey{}).(attestedGPU); ok {
+		values = lab.Merge(values, lab.DRADriverTrust(), map[string]any{
+			"webhook": map[string]any{"devices": true},
+			"confidential": map[string]any{"attester": map[string]any{"lab": map[string]any{"nodeGPUs": map[string]any{
+				g.node: []any{map[string]any{"id": g.uuid, "vendor": "example", "model": g.model, "ccMode": "Off"}},
+			}}}},
+		})
+	}
 	if !nodeHasCapBPF(ctx, t, workerNames(ctx, t, clientset(t, cfg))[0]) {
 		values = lab.Merge(values, map[string]any{"networkPolicy": map[string]any{"extraCapabilities": []any{"SYS_ADMIN"}}})
 	}
@@ -438,6 +518,9 @@ func uninstallAttestation(ctx context.Context, t *testing.T, cfg *envconf.Config
 	_ = dyn.Resource(gvrVMI).Namespace(a.tenant).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	tearDownKeyRelease(ctx, t, cs, dyn, a.tenant)
 	uninstallChart(ctx, t, cfg)
+	if err := labCluster(t, cfg).UninstallDRADriver(ctx); err != nil {
+		t.Errorf("uninstalling the DRA driver: %v", err)
+	}
 	_ = cs.CoreV1().Secrets(lab.PlatformNamespace).Delete(ctx, "xila-guard-attest-lab-chain", metav1.DeleteOptions{})
 	if err := labCluster(t, cfg).RevokeBinding(ctx, binderRole); err != nil {
 		t.Errorf("revoking %s: %v", binderRole, err)

@@ -106,26 +106,34 @@ func (t *Tenant) DRAEvidence(ctx context.Context, slices map[string]*resourcev1.
 		}
 		var out []v1alpha1.GPUDevice
 		for _, nd := range named[node] {
-			name := nd.Name
-			i := slicesIndex(s.Spec.Devices, name)
-			if i < 0 {
-				return nil, fmt.Errorf("the slice of node %s has no device %s", node, name)
-			}
-			attr := func(a string) string {
-				if v := s.Spec.Devices[i].Attributes[resourcev1.QualifiedName(a)].StringValue; v != nil {
-					return *v
-				}
-				return ""
+			uuid, model, err := DRAGPU(s, nd.Name)
+			if err != nil {
+				return nil, err
 			}
 			m := nd.Mode
 			if m == "" {
 				m = mode
 			}
-			out = append(out, v1alpha1.GPUDevice{ID: attr("uuid"), Vendor: "example", Model: attr("model"), SharingMode: m,
-				DRA: &v1alpha1.DRADeviceRef{Driver: DRADriver, Pool: s.Spec.Pool.Name, Device: name}})
+			out = append(out, v1alpha1.GPUDevice{ID: uuid, Vendor: "example", Model: model, SharingMode: m,
+				DRA: &v1alpha1.DRADeviceRef{Driver: DRADriver, Pool: s.Spec.Pool.Name, Device: nd.Name}})
 		}
 		return out, nil
 	})
+}
+
+// DRAGPU is the uuid and model the driver's slice states of its device.
+func DRAGPU(s *resourcev1.ResourceSlice, device string) (uuid, model string, err error) {
+	i := slicesIndex(s.Spec.Devices, device)
+	if i < 0 {
+		return "", "", fmt.Errorf("the slice %s has no device %s", s.Name, device)
+	}
+	attr := func(a string) string {
+		if v := s.Spec.Devices[i].Attributes[resourcev1.QualifiedName(a)].StringValue; v != nil {
+			return *v
+		}
+		return ""
+	}
+	return attr("uuid"), attr("model"), nil
 }
 
 func slicesIndex(devs []resourcev1.Device, name string) int {
