@@ -195,6 +195,19 @@ func createClaim(t *testing.T, k kubernetes.Interface, c *resourcev1.ResourceCla
 // to the claim's first request, as k, and returns the error.
 func allocateAs(t *testing.T, k kubernetes.Interface, c *resourcev1.ResourceClaim, device string, mod ...func(*fixture.ResourceClaimWrapper)) error {
 	t.Helper()
+	return allocateWith(t, k, c, device, metav1.UpdateOptions{}, mod...)
+}
+
+// allocateDryRun is allocateAs as a dry run: judged by the webhook, and
+// stored nowhere, so that a write admitted before the webhook has seen a
+// change leaves the claim as it was for the next try.
+func allocateDryRun(t *testing.T, k kubernetes.Interface, c *resourcev1.ResourceClaim, device string, mod ...func(*fixture.ResourceClaimWrapper)) error {
+	t.Helper()
+	return allocateWith(t, k, c, device, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}, mod...)
+}
+
+func allocateWith(t *testing.T, k kubernetes.Interface, c *resourcev1.ResourceClaim, device string, opts metav1.UpdateOptions, mod ...func(*fixture.ResourceClaimWrapper)) error {
+	t.Helper()
 	w := &fixture.ResourceClaimWrapper{ResourceClaim: *c.DeepCopy()}
 	w.Status.Allocation = nil
 	// As the lab's class does, the allocation partitions the device: the
@@ -204,13 +217,13 @@ func allocateAs(t *testing.T, k kubernetes.Interface, c *resourcev1.ResourceClai
 	for _, m := range mod {
 		m(w)
 	}
-	_, err := k.ResourceV1().ResourceClaims(c.Namespace).UpdateStatus(t.Context(), w.Obj(), metav1.UpdateOptions{})
+	_, err := k.ResourceV1().ResourceClaims(c.Namespace).UpdateStatus(t.Context(), w.Obj(), opts)
 	return err
 }
 
-func allocate(t *testing.T, k kubernetes.Interface, c *resourcev1.ResourceClaim, device string) {
+func allocate(t *testing.T, k kubernetes.Interface, c *resourcev1.ResourceClaim, device string, mod ...func(*fixture.ResourceClaimWrapper)) {
 	t.Helper()
-	if err := allocateAs(t, k, c, device); err != nil {
+	if err := allocateAs(t, k, c, device, mod...); err != nil {
 		t.Fatalf("allocating %s to %s/%s: %v", device, c.Namespace, c.Name, err)
 	}
 }
@@ -288,9 +301,10 @@ func TestIntegrationDevices(t *testing.T) {
 		if err := kube2dyn(t).Resource(gvrGPUSettings).Namespace(gpuSettingsNS).Delete(t.Context(), gpuv1alpha1.SettingsName, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventuallyRefused(t, func() error { return allocateAs(t, sched, claim, "gpu-0", reservedFor(holder)) }, guard.ReasonLookupFailed)
+		eventuallyRefused(t, func() error { return allocateDryRun(t, sched, claim, "gpu-0", reservedFor(holder)) }, guard.ReasonLookupFailed)
 		createGPUSettings(t)
-		eventuallyRefused(t, func() error { return allocateAs(t, sched, claim, "gpu-0", reservedFor(holder)) }, "")
+		eventuallyRefused(t, func() error { return allocateDryRun(t, sched, claim, "gpu-0", reservedFor(holder)) }, "")
+		allocate(t, sched, claim, "gpu-0", reservedFor(holder))
 
 		// Free gpu-0 for the steps after.
 		cur, err := kube.ResourceV1().ResourceClaims(draNS).Get(t.Context(), claim.Name, metav1.GetOptions{})
