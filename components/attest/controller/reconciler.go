@@ -329,7 +329,7 @@ func (r *Reconciler) draDevices(ctx context.Context, reader client.Reader, node 
 	if err := reader.List(ctx, &sl, client.MatchingFields{resourcev1.ResourceSliceSelectorNodeName: node}); err != nil {
 		return nil, fmt.Errorf("listing the ResourceSlices of node %s: %w", node, err)
 	}
-	byUUID := map[string]*v1alpha1.DRADeviceRef{}
+	byUUID := map[string]devices.Key{}
 	for i := range sl.Items {
 		s := &sl.Items[i]
 		for j := range s.Spec.Devices {
@@ -338,21 +338,21 @@ func (r *Reconciler) draDevices(ctx context.Context, reader client.Reader, node 
 			if uuid == "" || devices.NodeOf(s, d) != node {
 				continue
 			}
-			ref := &v1alpha1.DRADeviceRef{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
-			if prev, ok := byUUID[uuid]; !ok || refKey(ref) < refKey(prev) {
-				byUUID[uuid] = ref
+			key := devices.Key{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
+			if prev, ok := byUUID[uuid]; !ok || key.String() < prev.String() {
+				byUUID[uuid] = key
 			}
 		}
 	}
 	out := make([]v1alpha1.GPUDevice, len(stated))
 	for i, d := range stated {
-		d.DRA = byUUID[d.ID]
+		if k, ok := byUUID[d.ID]; ok {
+			d.DRA = &v1alpha1.DRADeviceRef{Driver: k.Driver, Pool: k.Pool, Device: k.Device}
+		}
 		out[i] = d
 	}
 	return out, nil
 }
-
-func refKey(r *v1alpha1.DRADeviceRef) string { return r.Driver + "/" + r.Pool + "/" + r.Device }
 
 // pinnedChip is the chip the node UID's evidence is bound to: the chip ID
 // of its attested evidence, when that names the same node UID.
